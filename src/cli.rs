@@ -1,0 +1,89 @@
+//! Command-line types for every command and flag (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A workbench that makes the Linux CPU scheduler visible",
+    long_about = "A workbench that makes the Linux CPU scheduler visible: run a classic scheduler \
+experiment as real tasks, turn knobs, and watch CPU share, switches, wait and throughput.\n\n\
+Without a command, runs the default preset (pipe-wakeup)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// List presets, or show one (tasks, knobs, variants, teaching note).
+    Presets {
+        /// A preset name or a path to a preset TOML file.
+        name: Option<String>,
+    },
+    /// Run a preset headless for a while and print what happened.
+    Run(RunArgs),
+    /// (internal) A worker process: runs worker threads for a run.
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        #[arg(long)]
+        shm: PathBuf,
+        /// JSON list of thread specs.
+        #[arg(long)]
+        threads: String,
+    },
+    /// (internal) Wait for the start gate, then exec a command.
+    #[command(name = "__exec", hide = true)]
+    Exec {
+        #[arg(long)]
+        shm: PathBuf,
+        #[arg(long)]
+        slot: usize,
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+    /// (internal) One job of a generated Makefile.
+    #[command(name = "__job", hide = true)]
+    Job {
+        #[arg(long)]
+        shm: PathBuf,
+        #[arg(long)]
+        slot: usize,
+        #[arg(long)]
+        stage: usize,
+        #[arg(long)]
+        ms: u64,
+        #[arg(long = "io-ms")]
+        io_ms: u64,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Preset name (see `schedlab presets`) or path to a preset TOML file.
+    #[arg(default_value = crate::preset::DEFAULT_PRESET)]
+    pub preset: String,
+    /// How long to run, e.g. 10s, 1.5s, 500ms. A finite workload (make) may end sooner.
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Sampling interval, e.g. 100ms.
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    /// Change a task's setting before start: TASK.KNOB=VALUE (repeatable), e.g.
+    /// writer.policy=batch, hog.nice=10, fifo.priority=50, reader.cpus=0-1, busy.nice=-20..20:4.
+    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
+    pub set: Vec<String>,
+    /// Apply one of the preset's named variants first (see `schedlab presets NAME`).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Write the report as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// Write the sampled time series as CSV (one row per task per sample).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}

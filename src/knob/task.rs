@@ -1,0 +1,441 @@
+//! Per-task knobs: policy with RT priority or deadline parameters, nice, affinity, slice.
+
+use std::fmt;
+use std::str::FromStr;
+
+use nix::errno::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::errno::{explain, WriteKind};
+use crate::cpuset::CpuSet;
+
+/// A scheduling policy, as `sched_setattr` knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    #[serde(alias = "normal")]
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+    Deadline,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 6] = [
+        Policy::Other,
+        Policy::Batch,
+        Policy::Idle,
+        Policy::Fifo,
+        Policy::Rr,
+        Policy::Deadline,
+    ];
+    pub const ALLOWED: &'static str = "other, batch, idle, fifo, rr, deadline";
+
+    pub fn to_kernel(self) -> u32 {
+        match self {
+            Policy::Other => libc::SCHED_OTHER as u32,
+            Policy::Fifo => libc::SCHED_FIFO as u32,
+            Policy::Rr => libc::SCHED_RR as u32,
+            Policy::Batch => libc::SCHED_BATCH as u32,
+            Policy::Idle => libc::SCHED_IDLE as u32,
+            Policy::Deadline => 6,
+        }
+    }
+
+    pub fn from_kernel(policy: u32) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.to_kernel() == policy)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "other",
+            Policy::Batch => "batch",
+            Policy::Idle => "idle",
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Deadline => "deadline",
+        }
+    }
+
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+
+    /// Policies of the fair class, where nice sets the weight and a custom slice applies.
+    pub fn is_fair(self) -> bool {
+        matches!(self, Policy::Other | Policy::Batch)
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let lower = lower.strip_prefix("sched_").unwrap_or(&lower);
+        match lower {
+            "other" | "normal" => Ok(Policy::Other),
+            "batch" => Ok(Policy::Batch),
+            "idle" => Ok(Policy::Idle),
+            "fifo" => Ok(Policy::Fifo),
+            "rr" => Ok(Policy::Rr),
+            "deadline" => Ok(Policy::Deadline),
+            _ => Err(format!(
+                "unknown policy \"{s}\": allowed are {}",
+                Policy::ALLOWED
+            )),
+        }
+    }
+}
+
+/// SCHED_DEADLINE's three parameters, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deadline {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+}
+
+impl Deadline {
+    /// The kernel's own rule (sched_dl_overflow aside), checked before the syscall so the
+    /// user learns which parameter is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.runtime_ns < 1024 {
+            return Err(format!(
+                "deadline runtime {} ns is below the kernel's minimum of 1024 ns",
+                self.runtime_ns
+            ));
+        }
+        if !(self.runtime_ns <= self.deadline_ns && self.deadline_ns <= self.period_ns) {
+            return Err(format!(
+                "deadline parameters need runtime <= deadline <= period, got {} / {} / {} ns",
+                self.runtime_ns, self.deadline_ns, self.period_ns
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Everything the kernel lets us set on one task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SchedSettings {
+    pub policy: Policy,
+    /// RT priority 1..99 for FIFO/RR, 0 otherwise.
+    pub priority: u32,
+    pub nice: i32,
+    /// None: leave the inherited affinity alone.
+    pub cpus: Option<CpuSet>,
+    /// Custom slice for fair tasks (6.12+); None: the kernel's default.
+    pub slice_ns: Option<u64>,
+    pub deadline: Option<Deadline>,
+}
+
+impl Default for SchedSettings {
+    fn default() -> Self {
+        SchedSettings {
+            policy: Policy::Other,
+            priority: 0,
+            nice: 0,
+            cpus: None,
+            slice_ns: None,
+            deadline: None,
+        }
+    }
+}
+
+impl SchedSettings {
+    /// Check the combination before any syscall; errors name the value and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.policy.is_realtime() && !(1..=99).contains(&self.priority) {
+            return Err(format!(
+                "priority {} is out of range for {}: allowed 1..99",
+                self.priority, self.policy
+            ));
+        }
+        if !self.policy.is_realtime() && self.priority != 0 {
+            return Err(format!(
+                "priority {} applies only to fifo and rr (1..99); {} takes 0",
+                self.priority, self.policy
+            ));
+        }
+        if !(-20..=20).contains(&self.nice) {
+            return Err(format!(
+                "nice {} is out of range: allowed -20..19 (20 is clamped to 19)",
+                self.nice
+            ));
+        }
+        if let Some(slice) = self.slice_ns {
+            if slice != 0 && !(100_000..=100_000_000).contains(&slice) {
+                return Err(format!(
+                    "slice {slice} ns is out of range: allowed 0.1ms..100ms (0 = kernel default)"
+                ));
+            }
+        }
+        if self.policy == Policy::Deadline {
+            match &self.deadline {
+                None => {
+                    return Err(
+                        "deadline policy needs runtime, deadline and period (e.g. runtime=2ms,deadline=10ms,period=10ms)"
+                            .into(),
+                    )
+                }
+                Some(dl) => dl.validate()?,
+            }
+        }
+        if self.cpus.is_some_and(|c| c.is_empty()) {
+            return Err("the CPU list is empty: allow at least one CPU".into());
+        }
+        Ok(())
+    }
+}
+
+/// A knob write the kernel refused, with its explanation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{task}: {what} failed: {why}")]
+pub struct TaskKnobError {
+    pub task: String,
+    pub what: String,
+    pub why: String,
+    pub errno: i32,
+}
+
+/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER1): libc has no wrapper.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+    sched_util_min: u32,
+    sched_util_max: u32,
+}
+
+fn sched_setattr(tid: i32, attr: &SchedAttr) -> Result<(), Errno> {
+    // SAFETY: attr points to a properly sized, initialised sched_attr for the call's duration.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, attr as *const SchedAttr, 0u32) };
+    Errno::result(rc).map(drop)
+}
+
+fn sched_getattr(tid: i32) -> Result<SchedAttr, Errno> {
+    let mut attr = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: the kernel writes at most `size` bytes into attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut SchedAttr,
+            size,
+            0u32,
+        )
+    };
+    Errno::result(rc).map(|_| attr)
+}
+
+/// What the kernel reports for a task right now (via sched_getattr / getaffinity).
+pub fn read_back(tid: i32) -> Result<SchedSettings, Errno> {
+    let attr = sched_getattr(tid)?;
+    let policy = Policy::from_kernel(attr.sched_policy).unwrap_or(Policy::Other);
+    let cpus = affinity(tid).ok();
+    Ok(SchedSettings {
+        policy,
+        priority: attr.sched_priority,
+        nice: attr.sched_nice,
+        cpus,
+        slice_ns: (policy.is_fair() && attr.sched_runtime != 0).then_some(attr.sched_runtime),
+        deadline: (policy == Policy::Deadline).then_some(Deadline {
+            runtime_ns: attr.sched_runtime,
+            deadline_ns: attr.sched_deadline,
+            period_ns: attr.sched_period,
+        }),
+    })
+}
+
+/// The task's allowed CPUs.
+pub fn affinity(tid: i32) -> Result<CpuSet, Errno> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    Errno::result(rc).map(|_| CpuSet::from_libc(&set))
+}
+
+pub fn set_affinity(tid: i32, cpus: &CpuSet) -> Result<(), Errno> {
+    let set = cpus.to_libc();
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    Errno::result(rc).map(drop)
+}
+
+pub fn set_nice(tid: i32, nice: i32) -> Result<(), Errno> {
+    // SAFETY: plain syscall; PRIO_PROCESS with a TID addresses one thread on Linux.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    Errno::result(rc).map(drop)
+}
+
+/// Set policy, priority, nice, slice and deadline parameters in one sched_setattr.
+pub fn set_policy(tid: i32, s: &SchedSettings) -> Result<(), Errno> {
+    let mut attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: s.policy.to_kernel(),
+        sched_nice: s.nice.min(19),
+        sched_priority: if s.policy.is_realtime() {
+            s.priority
+        } else {
+            0
+        },
+        ..SchedAttr::default()
+    };
+    if let (Policy::Deadline, Some(dl)) = (s.policy, s.deadline) {
+        attr.sched_runtime = dl.runtime_ns;
+        attr.sched_deadline = dl.deadline_ns;
+        attr.sched_period = dl.period_ns;
+    } else if s.policy.is_fair() {
+        // 0 asks for the default slice; older kernels ignore the field for fair tasks.
+        attr.sched_runtime = s.slice_ns.unwrap_or(0);
+    }
+    sched_setattr(tid, &attr)
+}
+
+/// Apply every setting to a live task. Each part is tried even if another fails, so a
+/// user without root still gets the affinity and nice they asked for.
+pub fn apply(task: &str, tid: i32, s: &SchedSettings) -> Vec<TaskKnobError> {
+    let mut errors = Vec::new();
+    let fail = |what: String, errno: Errno, kind: WriteKind| TaskKnobError {
+        task: task.to_string(),
+        what,
+        why: explain(errno, kind),
+        errno: errno as i32,
+    };
+    // Affinity first: a deadline task must already be allowed on its whole root domain.
+    if let Some(cpus) = &s.cpus {
+        if let Err(e) = set_affinity(tid, cpus) {
+            errors.push(fail(format!("setting cpus={cpus}"), e, WriteKind::Affinity));
+        }
+    }
+    let kind = WriteKind::Policy {
+        realtime: s.policy.is_realtime() || s.policy == Policy::Deadline,
+        deadline: s.policy == Policy::Deadline,
+    };
+    let what = match s.policy {
+        p if p.is_realtime() => format!("setting policy {p} priority {}", s.priority),
+        Policy::Deadline => "setting policy deadline".to_string(),
+        p => format!("setting policy {p} nice {}", s.nice),
+    };
+    if let Err(e) = set_policy(tid, s) {
+        errors.push(fail(what, e, kind));
+        // The policy write also carries nice for fair tasks; still try nice on its own.
+        if s.policy.is_fair() {
+            if let Err(e) = set_nice(tid, s.nice) {
+                errors.push(fail(
+                    format!("setting nice {}", s.nice),
+                    e,
+                    WriteKind::Nice { lowering: true },
+                ));
+            }
+        }
+    } else if !s.policy.is_fair() {
+        // sched_setattr ignores nice for non-fair policies; the kernel keeps it for later.
+        if let Err(e) = set_nice(tid, s.nice) {
+            errors.push(fail(
+                format!("setting nice {}", s.nice),
+                e,
+                WriteKind::Nice { lowering: true },
+            ));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_round_trips_names_and_kernel_numbers() {
+        for p in Policy::ALL {
+            assert_eq!(p.name().parse::<Policy>(), Ok(p));
+            assert_eq!(Policy::from_kernel(p.to_kernel()), Some(p));
+        }
+        assert_eq!("SCHED_NORMAL".parse::<Policy>(), Ok(Policy::Other));
+        let err = "fast".parse::<Policy>().unwrap_err();
+        assert!(
+            err.contains("other, batch, idle, fifo, rr, deadline"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn validation_names_the_bad_value_and_the_range() {
+        let rt = SchedSettings {
+            policy: Policy::Fifo,
+            priority: 0,
+            ..Default::default()
+        };
+        assert!(rt.validate().unwrap_err().contains("1..99"));
+        let other_with_prio = SchedSettings {
+            priority: 5,
+            ..Default::default()
+        };
+        assert!(other_with_prio
+            .validate()
+            .unwrap_err()
+            .contains("fifo and rr"));
+        let nice = SchedSettings {
+            nice: 25,
+            ..Default::default()
+        };
+        assert!(nice.validate().unwrap_err().contains("-20..19"));
+        let dl = SchedSettings {
+            policy: Policy::Deadline,
+            deadline: Some(Deadline {
+                runtime_ns: 5_000_000,
+                deadline_ns: 1_000_000,
+                period_ns: 10_000_000,
+            }),
+            ..Default::default()
+        };
+        assert!(dl
+            .validate()
+            .unwrap_err()
+            .contains("runtime <= deadline <= period"));
+        assert!(SchedSettings::default().validate().is_ok());
+    }
+
+    #[test]
+    fn sched_attr_has_the_kernel_layout() {
+        assert_eq!(std::mem::size_of::<SchedAttr>(), 56);
+    }
+
+    #[test]
+    fn read_back_of_this_thread_matches_what_was_set() {
+        // Runs on a throwaway thread so the test runner's threads keep their settings.
+        let handle = std::thread::spawn(|| {
+            let tid = nix::unistd::gettid().as_raw();
+            let wanted = SchedSettings {
+                policy: Policy::Batch,
+                nice: 7,
+                ..Default::default()
+            };
+            let errors = apply("self", tid, &wanted);
+            assert!(errors.is_empty(), "{errors:?}");
+            let got = read_back(tid).expect("sched_getattr on self");
+            assert_eq!(got.policy, Policy::Batch);
+            assert_eq!(got.nice, 7);
+        });
+        handle.join().expect("thread");
+    }
+}

@@ -1,0 +1,19 @@
+//! schedlab: a workbench that makes the Linux CPU scheduler visible.
+//!
+//! Two paths carry everything, and the module names follow them:
+//! - samples: [`workload`] tasks -> [`sampler`] thread (procfs) -> `Batch` over a channel
+//!   -> [`store`] (counters turned into rates) -> [`report`] / views;
+//! - knobs: `--set` or a key -> [`setting`] -> [`knob`] (syscalls, files) -> result.
+
+pub mod cli;
+pub mod cpuset;
+pub mod ideal;
+pub mod knob;
+pub mod preset;
+pub mod report;
+pub mod run;
+pub mod sampler;
+pub mod setting;
+pub mod store;
+pub mod system;
+pub mod workload;

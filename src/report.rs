@@ -1,0 +1,291 @@
+//! What a headless run reports: the JSON shape, the readable table, and the CSV time series.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::workload::histogram::Percentiles;
+
+/// One task's line of a run report. Policy, nice, priority and CPUs are what the kernel
+/// reported at the end of the run, not what was asked for.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TaskReport {
+    pub name: String,
+    pub group: String,
+    pub pid: i32,
+    pub tid: i32,
+    pub policy: String,
+    pub nice: i32,
+    pub rt_priority: u32,
+    pub cpus: String,
+    pub last_cpu: Option<u32>,
+    pub cpu_share: f64,
+    pub wait_share: Option<f64>,
+    pub switches_per_s: f64,
+    pub voluntary_per_s: f64,
+    pub involuntary_per_s: f64,
+    pub migrations_per_s: Option<f64>,
+    pub progress_per_s: f64,
+    pub progress_unit: String,
+    pub progress_total: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ideal_share: Option<f64>,
+    /// "running" or "exited".
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<String>,
+}
+
+/// The preset's one number, with its meaning.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Headline {
+    /// throughput, latency, share or fairness.
+    pub kind: String,
+    pub task: String,
+    pub value: f64,
+    pub unit: String,
+    pub text: String,
+}
+
+/// One stage of a parallel build.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StageReport {
+    pub name: String,
+    pub jobs: u64,
+    pub start_s: f64,
+    pub wall_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuReport {
+    pub cpu: usize,
+    pub busy: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Metrics {
+    pub throughput_per_s: f64,
+    pub throughput_unit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<Percentiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness_error: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
+    pub cpu: Vec<CpuReport>,
+    /// Mean idle share of the CPUs over the run.
+    pub cpu_idle_share: f64,
+    pub headline: Headline,
+}
+
+/// Everything `schedlab run` knows at the end of a run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunReport {
+    pub preset: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub duration_s: f64,
+    pub interval_ms: f64,
+    /// Every knob of the preset after overrides.
+    pub settings: BTreeMap<String, String>,
+    /// The `--set`s and variant given on the command line, in order.
+    pub overrides: Vec<String>,
+    pub tasks: Vec<TaskReport>,
+    pub metrics: Metrics,
+    /// Settings the kernel refused (the run went on without them).
+    pub warnings: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// `1.2k`, `3.4M`: short numbers for a table.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    if suffix.is_empty() && scaled.fract().abs() < 1e-9 {
+        format!("{scaled:.0}")
+    } else if scaled.abs() >= 100.0 {
+        format!("{scaled:.0}{suffix}")
+    } else {
+        format!("{scaled:.1}{suffix}")
+    }
+}
+
+/// A rate with its unit, bytes shown in MB/s.
+pub fn rate(v: f64, unit: &str) -> String {
+    match unit {
+        "bytes" => format!("{:.1} MB/s", v / 1e6),
+        "" => "-".to_string(),
+        u => format!("{} {u}/s", si(v)),
+    }
+}
+
+/// ns as a short time: `850 ns`, `1.5 us`, `12.0 ms`.
+pub fn ns(v: u64) -> String {
+    let f = v as f64;
+    if f >= 1e9 {
+        format!("{:.2} s", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.1} ms", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.1} us", f / 1e3)
+    } else {
+        format!("{v} ns")
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}", v * 100.0)
+}
+
+/// The readable form of a run report.
+pub fn render_table(r: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} on Linux {} ({} CPUs), {:.1} s sampled every {} ms{}",
+        r.preset,
+        r.kernel,
+        r.cpus,
+        r.duration_s,
+        r.interval_ms,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    if !r.overrides.is_empty() {
+        let _ = writeln!(out, "settings: {}", r.overrides.join(" "));
+    }
+    let headers = [
+        "TASK", "PID/TID", "POLICY", "NICE", "CPUS", "CPU%", "WAIT%", "VOL/S", "INVOL/S", "MIG/S",
+        "PROGRESS",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![headers.iter().map(|h| h.to_string()).collect()];
+    let has_ideal = r.tasks.iter().any(|t| t.ideal_share.is_some());
+    if has_ideal {
+        rows[0].push("IDEAL%".into());
+    }
+    for t in &r.tasks {
+        let policy = if t.rt_priority > 0 {
+            format!("{}/{}", t.policy, t.rt_priority)
+        } else {
+            t.policy.clone()
+        };
+        let mut row = vec![
+            if t.state == "exited" {
+                format!("{} (exited)", t.name)
+            } else {
+                t.name.clone()
+            },
+            format!("{}/{}", t.pid, t.tid),
+            policy,
+            t.nice.to_string(),
+            t.cpus.clone(),
+            pct(t.cpu_share),
+            t.wait_share.map_or("-".into(), pct),
+            si(t.voluntary_per_s),
+            si(t.involuntary_per_s),
+            t.migrations_per_s.map_or("-".into(), si),
+            rate(t.progress_per_s, &t.progress_unit),
+        ];
+        if has_ideal {
+            row.push(t.ideal_share.map_or("-".into(), pct));
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c < 5 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    let cpus: Vec<String> = r
+        .metrics
+        .cpu
+        .iter()
+        .map(|c| format!("cpu{} busy {}% steal {}%", c.cpu, pct(c.busy), pct(c.steal)))
+        .collect();
+    if !cpus.is_empty() {
+        let _ = writeln!(out, "{}", cpus.join(", "));
+    }
+    for s in &r.metrics.stages {
+        let _ = writeln!(
+            out,
+            "stage {:<8} {:>4} jobs, started at {:.2} s, wall {:.2} s",
+            s.name, s.jobs, s.start_s, s.wall_s
+        );
+    }
+    if let Some(l) = &r.metrics.latency_ns {
+        let _ = writeln!(
+            out,
+            "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples)",
+            ns(l.min),
+            ns(l.p50),
+            ns(l.p90),
+            ns(l.p99),
+            ns(l.p999),
+            ns(l.max),
+            l.count
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let _ = writeln!(out, "=> {}", r.metrics.headline.text);
+    out
+}
+
+/// One row of the CSV time series.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CsvRow<'a> {
+    pub t_s: f64,
+    pub task: &'a str,
+    pub pid: i32,
+    pub tid: i32,
+    pub policy: &'a str,
+    pub nice: Option<i32>,
+    pub cpu: Option<u32>,
+    pub cpu_share: f64,
+    pub wait_share: Option<f64>,
+    pub switches_per_s: f64,
+    pub voluntary_per_s: f64,
+    pub involuntary_per_s: f64,
+    pub migrations_per_s: Option<f64>,
+    pub progress_per_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(1234.0), "1.2k");
+        assert_eq!(si(2_500_000.0), "2.5M");
+        assert_eq!(si(0.25), "0.2");
+        assert_eq!(rate(26_100_000.0, "bytes"), "26.1 MB/s");
+        assert_eq!(rate(470.0, "loops"), "470 loops/s");
+        assert_eq!(ns(1500), "1.5 us");
+        assert_eq!(ns(56_000_000), "56.0 ms");
+    }
+}

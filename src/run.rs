@@ -1,0 +1,427 @@
+//! `schedlab run`: start a preset's workload, apply its settings, sample it for a while
+//! and build the report.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
+use crate::knob::task::{apply, Policy};
+use crate::preset::{Headline as HeadlineKind, Preset};
+use crate::report::{
+    ns, rate, CpuReport, CsvRow, Headline, Metrics, RunReport, StageReport, TaskReport,
+};
+use crate::sampler::parse::policy_name;
+use crate::sampler::{Command, Sampler, Target, TaskSample};
+use crate::store::{Store, TaskRates};
+use crate::workload::histogram::Histogram;
+use crate::workload::kinds::WorkerKind;
+use crate::workload::make::STAGES;
+use crate::workload::shm::{Shm, STAGE_WORDS};
+use crate::workload::{RunningTask, Workload};
+
+/// How a headless run is driven.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub duration: Duration,
+    pub interval: Duration,
+    /// The schedlab binary, whose hidden subcommands are the workers.
+    pub exe: PathBuf,
+    pub csv: Option<PathBuf>,
+    /// Set by SIGINT/SIGTERM/SIGHUP: end the run early, cleanly.
+    pub stop: Arc<AtomicBool>,
+    /// What the user asked for on the command line, for the report.
+    pub overrides: Vec<String>,
+}
+
+impl RunOptions {
+    pub fn new(exe: PathBuf) -> RunOptions {
+        RunOptions {
+            duration: Duration::from_secs(10),
+            interval: Duration::from_millis(100),
+            exe,
+            csv: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            overrides: Vec::new(),
+        }
+    }
+}
+
+/// Run `preset` (overrides already applied) and report what happened.
+pub fn run(preset: &Preset, opts: &RunOptions) -> Result<RunReport> {
+    let online = crate::system::online_cpus();
+    let specs = preset.tasks(&online).map_err(anyhow::Error::msg)?;
+    let mut workload = Workload::start(&specs, &opts.exe)?;
+    let mut warnings = Vec::new();
+    for (task, spec) in workload.tasks.iter().zip(&specs) {
+        for e in apply(&task.name, task.tid, &spec.sched) {
+            warnings.push(format!("{e}; running without it"));
+        }
+    }
+    let targets: Vec<Target> = workload
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(id, t)| Target {
+            id,
+            pid: t.pid,
+            tid: t.tid,
+            slot: Some(t.slot),
+            latency: t.kind.is_some_and(WorkerKind::measures_latency),
+        })
+        .collect();
+    let retention =
+        (opts.duration.as_secs_f64() / opts.interval.as_secs_f64().max(1e-3)) as usize + 16;
+    let mut store = Store::new(targets.len(), retention);
+    let mut csv = match &opts.csv {
+        Some(path) => Some(
+            csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?,
+        ),
+        None => None,
+    };
+
+    workload.open_gate();
+    let sampler = Sampler::spawn(targets, Some(workload.shm()), opts.interval)
+        .context("starting the sampler thread")?;
+    let started = Instant::now();
+    let mut interrupted = false;
+    let mut final_requested = false;
+    loop {
+        if let Some(batch) = sampler.recv_timeout(Duration::from_millis(20)) {
+            let points = store.push(&batch);
+            if let Some(w) = csv.as_mut() {
+                write_csv(w, &workload.tasks, &batch.tasks, &points)?;
+            }
+            sampler.recycle(batch);
+            if final_requested {
+                break;
+            }
+        }
+        if final_requested {
+            continue;
+        }
+        if opts.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+        }
+        if interrupted || started.elapsed() >= opts.duration || workload.all_exited() {
+            // One more round so the run ends on a fresh sample.
+            sampler.send(Command::SampleNow);
+            final_requested = true;
+        }
+    }
+    drop(sampler);
+    workload.stop();
+    if let Some(w) = csv.as_mut() {
+        w.flush()?;
+    }
+    let mut report = build_report(preset, opts, &workload, &store, &online);
+    report.warnings = warnings;
+    report.interrupted = interrupted;
+    Ok(report)
+}
+
+fn write_csv<W: std::io::Write>(
+    w: &mut csv::Writer<W>,
+    tasks: &[RunningTask],
+    samples: &[TaskSample],
+    points: &[(usize, TaskRates)],
+) -> Result<()> {
+    for (id, r) in points {
+        let (Some(task), Some(sample)) = (tasks.get(*id), samples.get(*id)) else {
+            continue;
+        };
+        w.serialize(CsvRow {
+            t_s: (r.t_s * 1000.0).round() / 1000.0,
+            task: &task.name,
+            pid: task.pid,
+            tid: task.tid,
+            policy: sample.sched.policy.map_or("unknown", policy_name),
+            nice: sample.stat.map(|s| s.nice),
+            cpu: r.cpu,
+            cpu_share: r.cpu_share,
+            wait_share: r.wait_share,
+            switches_per_s: r.switches_per_s,
+            voluntary_per_s: r.voluntary_per_s,
+            involuntary_per_s: r.involuntary_per_s,
+            migrations_per_s: r.migrations_per_s,
+            progress_per_s: r.progress_per_s,
+        })?;
+    }
+    Ok(())
+}
+
+/// The kernel's view of a task from its last sample.
+fn task_report(
+    store: &Store,
+    id: usize,
+    task: &RunningTask,
+    elapsed: f64,
+    workload: &Workload,
+) -> TaskReport {
+    let series = &store.tasks[id];
+    let last = series.last.as_ref().map(|(_, s)| s);
+    let first = series.first.as_ref().map(|(_, s)| s);
+    let rates = store.summary(id).unwrap_or_default();
+    let policy = last
+        .and_then(|s| s.sched.policy.or(s.stat.and_then(|st| st.policy)))
+        .map_or("unknown", policy_name);
+    let exit = workload.exit_status(task).filter(|_| series.exited);
+    TaskReport {
+        name: task.name.clone(),
+        group: task.group.clone(),
+        pid: task.pid,
+        tid: task.tid,
+        policy: policy.to_string(),
+        nice: last.and_then(|s| s.stat).map_or(0, |s| s.nice),
+        rt_priority: last
+            .and_then(|s| s.stat)
+            .and_then(|s| s.rt_priority)
+            .unwrap_or(0),
+        cpus: last
+            .and_then(|s| s.cpus_allowed)
+            .map_or_else(String::new, |c| c.to_list()),
+        last_cpu: rates.cpu,
+        cpu_share: rates.cpu_share,
+        wait_share: rates.wait_share,
+        switches_per_s: rates.switches_per_s,
+        voluntary_per_s: rates.voluntary_per_s,
+        involuntary_per_s: rates.involuntary_per_s,
+        migrations_per_s: rates.migrations_per_s,
+        progress_per_s: store.progress_per_s(id, elapsed),
+        progress_unit: task.progress_unit.to_string(),
+        progress_total: match (first, last) {
+            (Some(f), Some(l)) => l.progress.saturating_sub(f.progress),
+            _ => 0,
+        },
+        ideal_share: None,
+        state: if series.exited { "exited" } else { "running" }.into(),
+        exit: exit.map(|s| s.to_string()),
+    }
+}
+
+fn stage_reports(shm: &Shm, slot: usize, start_ns: u64) -> Vec<StageReport> {
+    let s = shm.slot(slot);
+    STAGES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let w = &s.aux[i * STAGE_WORDS..(i + 1) * STAGE_WORDS];
+            let (first, last, jobs) = (
+                w[0].load(Ordering::Relaxed),
+                w[1].load(Ordering::Relaxed),
+                w[2].load(Ordering::Relaxed),
+            );
+            (jobs > 0 && first != u64::MAX).then(|| StageReport {
+                name: name.to_string(),
+                jobs,
+                start_s: first.saturating_sub(start_ns) as f64 / 1e9,
+                wall_s: last.saturating_sub(first) as f64 / 1e9,
+            })
+        })
+        .collect()
+}
+
+/// Weight a task had at the end of the run, for the ideal share.
+fn weight(t: &TaskReport) -> f64 {
+    match t.policy.parse::<Policy>() {
+        Ok(Policy::Idle) => IDLE_WEIGHT as f64,
+        _ => weight_of_nice(t.nice) as f64,
+    }
+}
+
+fn build_report(
+    preset: &Preset,
+    opts: &RunOptions,
+    workload: &Workload,
+    store: &Store,
+    online: &crate::cpuset::CpuSet,
+) -> RunReport {
+    let elapsed = store.elapsed_s();
+    let mut tasks: Vec<TaskReport> = workload
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(id, t)| task_report(store, id, t, elapsed, workload))
+        .collect();
+    let in_metric = |t: &TaskReport| t.group == preset.metric_task;
+    let metric_tasks: Vec<&RunningTask> = workload
+        .tasks
+        .iter()
+        .filter(|t| t.group == preset.metric_task)
+        .collect();
+    let unit = metric_tasks
+        .first()
+        .map_or("", |t| t.progress_unit)
+        .to_string();
+    let throughput: f64 = tasks
+        .iter()
+        .filter(|t| in_metric(t))
+        .map(|t| t.progress_per_s)
+        .sum();
+
+    // Latency: merged histograms of every task that measures it.
+    let mut latency: Option<Histogram> = None;
+    for (id, t) in workload.tasks.iter().enumerate() {
+        if !t.kind.is_some_and(WorkerKind::measures_latency) {
+            continue;
+        }
+        if let Some((_, s)) = &store.tasks[id].last {
+            let h = latency.get_or_insert_with(|| Histogram::from_values([]));
+            merge(h, &s.latency);
+        }
+    }
+    let latency_ns = latency.and_then(|h| h.percentiles());
+
+    // Ideal shares for the fairness headline: the group's weights water-filled over the
+    // CPUs its tasks may use.
+    let mut fairness = None;
+    if preset.headline == HeadlineKind::Fairness {
+        let ids: Vec<usize> = (0..tasks.len()).filter(|&i| in_metric(&tasks[i])).collect();
+        let cpus = ids
+            .iter()
+            .filter_map(|&i| tasks[i].cpus.parse::<crate::cpuset::CpuSet>().ok())
+            .fold(crate::cpuset::CpuSet::new(), |a, b| a.union(&b));
+        let ncpus = if cpus.is_empty() {
+            online.count()
+        } else {
+            cpus.count()
+        };
+        let weights: Vec<f64> = ids.iter().map(|&i| weight(&tasks[i])).collect();
+        let ideal = water_fill(&weights, ncpus);
+        for (&i, &share) in ids.iter().zip(&ideal) {
+            tasks[i].ideal_share = Some(share);
+        }
+        let measured: Vec<f64> = ids.iter().map(|&i| tasks[i].cpu_share).collect();
+        fairness = Some(fairness_error(&measured, &ideal));
+    }
+
+    let mut stages = Vec::new();
+    for t in &workload.tasks {
+        if t.kind == Some(WorkerKind::Make) {
+            stages.extend(stage_reports(
+                &workload.shm(),
+                t.slot,
+                store.start_ns.unwrap_or(0),
+            ));
+        }
+    }
+    let cpu: Vec<CpuReport> = store
+        .cpu_summary()
+        .into_iter()
+        .enumerate()
+        .map(|(cpu, r)| CpuReport {
+            cpu,
+            busy: r.busy,
+            steal: r.steal,
+            idle: (1.0 - r.busy - r.steal).max(0.0),
+        })
+        .collect();
+    let cpu_idle_share = if cpu.is_empty() {
+        0.0
+    } else {
+        cpu.iter().map(|c| c.idle).sum::<f64>() / cpu.len() as f64
+    };
+
+    let group = preset.metric_task.clone();
+    let headline = match preset.headline {
+        HeadlineKind::Throughput => Headline {
+            kind: "throughput".into(),
+            text: format!("{group} throughput: {}", rate(throughput, &unit)),
+            task: group,
+            value: throughput,
+            unit: format!("{unit}/s"),
+        },
+        HeadlineKind::Latency => {
+            let p50 = latency_ns.map_or(0, |l| l.p50);
+            Headline {
+                kind: "latency".into(),
+                text: match latency_ns {
+                    Some(l) => format!(
+                        "{group} switch latency: p50 {} (min {}, p99 {}, max {})",
+                        ns(l.p50),
+                        ns(l.min),
+                        ns(l.p99),
+                        ns(l.max)
+                    ),
+                    None => format!("{group} recorded no latency samples"),
+                },
+                task: group,
+                value: p50 as f64,
+                unit: "ns".into(),
+            }
+        }
+        HeadlineKind::Share => {
+            let share: f64 = tasks
+                .iter()
+                .filter(|t| in_metric(t))
+                .map(|t| t.cpu_share)
+                .sum();
+            Headline {
+                kind: "share".into(),
+                text: format!(
+                    "{group} got {:.1} % of a CPU ({})",
+                    share * 100.0,
+                    rate(throughput, &unit)
+                ),
+                task: group,
+                value: share,
+                unit: "CPU".into(),
+            }
+        }
+        HeadlineKind::Fairness => {
+            let err = fairness.unwrap_or(0.0);
+            Headline {
+                kind: "fairness".into(),
+                text: format!("fairness error {:.2} % of CPU time went to the wrong {group} task (ideal from nice weights)", err * 100.0),
+                task: group,
+                value: err,
+                unit: "fraction".into(),
+            }
+        }
+    };
+    RunReport {
+        preset: preset.name.clone(),
+        kernel: crate::system::kernel_release(),
+        cpus: online.count(),
+        duration_s: elapsed,
+        interval_ms: opts.interval.as_secs_f64() * 1000.0,
+        settings: preset.knob_table().into_iter().collect::<BTreeMap<_, _>>(),
+        overrides: opts.overrides.clone(),
+        tasks,
+        metrics: Metrics {
+            throughput_per_s: throughput,
+            throughput_unit: unit,
+            latency_ns,
+            fairness_error: fairness,
+            stages,
+            cpu,
+            cpu_idle_share,
+            headline,
+        },
+        warnings: Vec::new(),
+        interrupted: false,
+    }
+}
+
+fn merge(into: &mut Histogram, other: &Histogram) {
+    if other.count == 0 {
+        return;
+    }
+    into.buckets
+        .resize(other.buckets.len().max(into.buckets.len()), 0);
+    for (a, b) in into.buckets.iter_mut().zip(&other.buckets) {
+        *a += b;
+    }
+    into.min = if into.count == 0 {
+        other.min
+    } else {
+        into.min.min(other.min)
+    };
+    into.max = into.max.max(other.max);
+    into.sum = into.sum.wrapping_add(other.sum);
+    into.count += other.count;
+}

@@ -1,0 +1,341 @@
+//! The sampling path: a thread that reads procfs for every task each interval and sends
+//! owned batches of raw counters to the consumer. Batches come back through `recycle`,
+//! so in steady state the sampler allocates nothing.
+
+pub mod files;
+pub mod parse;
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::cpuset::CpuSet;
+use crate::workload::histogram::Histogram;
+use crate::workload::shm::{monotonic_ns, Shm};
+use files::{pread_all, SystemFiles, TaskFiles};
+use parse::{CpuTimes, Pressure, SchedFile, Schedstat, StatFile};
+
+/// A task to sample.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// Index of the task in the consumer's list; samples carry it back.
+    pub id: usize,
+    pub pid: i32,
+    pub tid: i32,
+    /// Its shared-memory slot, for progress and latency.
+    pub slot: Option<usize>,
+    pub latency: bool,
+}
+
+/// Raw counters of one task at one instant.
+#[derive(Debug, Default, PartialEq)]
+pub struct TaskSample {
+    pub id: usize,
+    /// False once the task has exited; counters then keep their last values.
+    pub alive: bool,
+    pub sched: SchedFile,
+    pub schedstat: Option<Schedstat>,
+    pub stat: Option<StatFile>,
+    /// Allowed CPUs, from the last read of `status` (read only every few samples).
+    pub cpus_allowed: Option<CpuSet>,
+    pub progress: u64,
+    /// Copy of the task's latency histogram (empty for tasks that measure none).
+    pub latency: Histogram,
+}
+
+impl Clone for TaskSample {
+    fn clone(&self) -> Self {
+        let mut out = TaskSample::default();
+        out.clone_from(self);
+        out
+    }
+
+    /// Field by field, so the histogram's buffer is reused: the sampler calls this
+    /// every round for every task.
+    fn clone_from(&mut self, src: &Self) {
+        self.id = src.id;
+        self.alive = src.alive;
+        self.sched = src.sched;
+        self.schedstat = src.schedstat;
+        self.stat = src.stat;
+        self.cpus_allowed = src.cpus_allowed;
+        self.progress = src.progress;
+        self.latency.clone_from(&src.latency);
+    }
+}
+
+/// System-wide counters at one instant.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SystemSample {
+    pub total: CpuTimes,
+    pub cpus: Vec<CpuTimes>,
+    pub pressure: Option<Pressure>,
+}
+
+/// Everything read in one sampling round.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Batch {
+    pub seq: u64,
+    /// CLOCK_MONOTONIC ns when the round started.
+    pub t_ns: u64,
+    pub tasks: Vec<TaskSample>,
+    pub system: SystemSample,
+    /// How long the round took to read, in ns (the sampler's own cost).
+    pub cost_ns: u64,
+}
+
+/// Commands the consumer sends to the sampler thread.
+#[derive(Debug)]
+pub enum Command {
+    SetInterval(Duration),
+    /// Re-read affinity on the next round (after an affinity change).
+    RefreshStatus,
+    /// Replace the task list (after a restart).
+    SetTargets(Vec<Target>),
+    /// Sample right now, out of turn (used at the end of a run).
+    SampleNow,
+}
+
+/// Every how many rounds `status` (affinity) is re-read without being asked.
+const STATUS_EVERY: u64 = 10;
+
+struct TaskReader {
+    target: Target,
+    files: Option<TaskFiles>,
+    last: TaskSample,
+}
+
+/// Reads procfs for a set of tasks; the state of the sampling thread, usable directly
+/// (benchmarks, tests) or through [`Sampler`].
+pub struct Reader {
+    tasks: Vec<TaskReader>,
+    system: SystemFiles,
+    shm: Option<Arc<Shm>>,
+    buf: Vec<u8>,
+    rounds: u64,
+    refresh_status: bool,
+}
+
+impl Reader {
+    pub fn new(targets: Vec<Target>, shm: Option<Arc<Shm>>) -> Reader {
+        let mut r = Reader {
+            tasks: Vec::new(),
+            system: SystemFiles::open(),
+            shm,
+            buf: vec![0; 16 * 1024],
+            rounds: 0,
+            refresh_status: true,
+        };
+        r.set_targets(targets);
+        r
+    }
+
+    pub fn set_targets(&mut self, targets: Vec<Target>) {
+        self.tasks = targets
+            .into_iter()
+            .map(|target| TaskReader {
+                files: TaskFiles::open(target.pid, target.tid).ok(),
+                last: TaskSample {
+                    id: target.id,
+                    ..TaskSample::default()
+                },
+                target,
+            })
+            .collect();
+        self.refresh_status = true;
+    }
+
+    pub fn refresh_status(&mut self) {
+        self.refresh_status = true;
+    }
+
+    /// Read every task and the system counters into `batch` (its vectors are reused).
+    pub fn sample_into(&mut self, batch: &mut Batch) {
+        let started = Instant::now();
+        batch.t_ns = monotonic_ns();
+        batch.seq = self.rounds;
+        let read_status = self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY);
+        self.refresh_status = false;
+        self.rounds += 1;
+        batch
+            .tasks
+            .resize_with(self.tasks.len(), TaskSample::default);
+        for (reader, out) in self.tasks.iter_mut().zip(batch.tasks.iter_mut()) {
+            read_task(reader, read_status, &mut self.buf, self.shm.as_deref());
+            out.clone_from(&reader.last);
+        }
+        let sys = &mut batch.system;
+        if let Some(f) = &self.system.stat {
+            if let Ok(text) = pread_all(f, &mut self.buf) {
+                parse::parse_proc_stat(text, &mut sys.total, &mut sys.cpus);
+            }
+        }
+        sys.pressure = self
+            .system
+            .pressure
+            .as_ref()
+            .and_then(|f| pread_all(f, &mut self.buf).ok())
+            .and_then(parse::parse_pressure);
+        batch.cost_ns = started.elapsed().as_nanos() as u64;
+    }
+}
+
+/// Read one task's files into `reader.last`; marks it dead once its files are gone or
+/// it has become a zombie.
+fn read_task(reader: &mut TaskReader, read_status: bool, buf: &mut Vec<u8>, shm: Option<&Shm>) {
+    let last = &mut reader.last;
+    if let (Some(slot), Some(shm)) = (reader.target.slot, shm) {
+        if slot < shm.slots() {
+            let s = shm.slot(slot);
+            last.progress = s.progress.load(Ordering::Relaxed);
+            if reader.target.latency {
+                s.latency.snapshot_into(&mut last.latency);
+            }
+        }
+    }
+    let Some(files) = &reader.files else {
+        last.alive = false;
+        return;
+    };
+    let mut alive = true;
+    if let Some(f) = &files.stat {
+        match pread_all(f, buf).ok().and_then(parse::parse_stat) {
+            Some(stat) if stat.state == b'Z' || stat.state == b'X' => alive = false,
+            Some(stat) => last.stat = Some(stat),
+            None => alive = false,
+        }
+    }
+    if alive {
+        if let Some(f) = &files.sched {
+            match pread_all(f, buf) {
+                Ok(text) if !text.is_empty() => last.sched = parse::parse_sched(text),
+                _ => alive = false,
+            }
+        }
+    }
+    if alive {
+        if let Some(f) = &files.schedstat {
+            if let Some(s) = pread_all(f, buf).ok().and_then(parse::parse_schedstat) {
+                last.schedstat = Some(s);
+            }
+        }
+    }
+    if alive && (read_status || last.cpus_allowed.is_none()) {
+        if let Some(f) = &files.status {
+            if let Ok(text) = pread_all(f, buf) {
+                let status = parse::parse_status(text);
+                if status.cpus_allowed.is_some() {
+                    last.cpus_allowed = status.cpus_allowed;
+                }
+            }
+        }
+    }
+    last.alive = alive;
+    if !alive {
+        // Stop reading a dead task's files; the last good values stay.
+        reader.files = None;
+    }
+}
+
+/// The sampler thread and its channels.
+pub struct Sampler {
+    commands: Sender<Command>,
+    batches: Receiver<Batch>,
+    recycle: Sender<Batch>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Start sampling `targets` every `interval`; the first round happens at once.
+    pub fn spawn(
+        targets: Vec<Target>,
+        shm: Option<Arc<Shm>>,
+        interval: Duration,
+    ) -> std::io::Result<Sampler> {
+        let (cmd_tx, cmd_rx) = mpsc::channel();
+        let (batch_tx, batch_rx) = mpsc::channel();
+        let (recycle_tx, recycle_rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("schedlab-sampler".into())
+            .spawn(move || {
+                sampler_loop(
+                    Reader::new(targets, shm),
+                    interval,
+                    cmd_rx,
+                    batch_tx,
+                    recycle_rx,
+                )
+            })?;
+        Ok(Sampler {
+            commands: cmd_tx,
+            batches: batch_rx,
+            recycle: recycle_tx,
+            handle: Some(handle),
+        })
+    }
+
+    pub fn send(&self, cmd: Command) {
+        let _ = self.commands.send(cmd);
+    }
+
+    /// The next batch, if one arrives within `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Batch> {
+        self.batches.recv_timeout(timeout).ok()
+    }
+
+    /// Give a processed batch back, so the sampler can reuse its buffers.
+    pub fn recycle(&self, batch: Batch) {
+        let _ = self.recycle.send(batch);
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        // Closing the command channel stops the thread at its next wait.
+        let (dead_tx, _) = mpsc::channel();
+        self.commands = dead_tx;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn sampler_loop(
+    mut reader: Reader,
+    mut interval: Duration,
+    commands: Receiver<Command>,
+    batches: Sender<Batch>,
+    recycle: Receiver<Batch>,
+) {
+    let mut next = Instant::now();
+    loop {
+        let mut batch = recycle.try_recv().unwrap_or_default();
+        reader.sample_into(&mut batch);
+        if batches.send(batch).is_err() {
+            return;
+        }
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            // We fell behind (a stalled CPU): skip, don't burst.
+            next = now + interval;
+        }
+        // Wait for the next round, handling commands as they come.
+        loop {
+            let wait = next.saturating_duration_since(Instant::now());
+            match commands.recv_timeout(wait) {
+                Ok(Command::SetInterval(d)) => {
+                    interval = d.max(Duration::from_millis(1));
+                    next = Instant::now() + interval;
+                }
+                Ok(Command::RefreshStatus) => reader.refresh_status(),
+                Ok(Command::SetTargets(t)) => reader.set_targets(t),
+                Ok(Command::SampleNow) => break,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}

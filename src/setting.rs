@@ -1,0 +1,200 @@
+//! `TASK.KNOB=VALUE` settings as typed by a user (`--set`, variants, compare sides) and
+//! the value syntaxes they share: durations, nice ladders, CPU lists.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// One `TARGET.KNOB=VALUE`. `sys.feature.WA_IDLE=off` has target `sys`, knob `feature.WA_IDLE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub target: String,
+    pub knob: String,
+    pub value: String,
+}
+
+impl FromStr for Setting {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let shape = || {
+            format!("bad setting \"{s}\": expected TASK.KNOB=VALUE, e.g. writer.policy=batch or hog.nice=10")
+        };
+        let (lhs, value) = s.split_once('=').ok_or_else(shape)?;
+        let (target, knob) = lhs.trim().split_once('.').ok_or_else(shape)?;
+        let value = value.trim();
+        if target.is_empty() || knob.is_empty() || value.is_empty() {
+            return Err(shape());
+        }
+        Ok(Setting {
+            target: target.to_string(),
+            knob: knob.to_string(),
+            value: value.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}={}", self.target, self.knob, self.value)
+    }
+}
+
+/// Parse a comma-separated list of settings (`writer.policy=batch,reader.cpus=0-1`).
+/// A comma only starts a new setting when what follows looks like `NAME.KNOB=`, so CPU
+/// lists such as `cpus=0,2` stay whole.
+pub fn parse_list(s: &str) -> Result<Vec<Setting>, String> {
+    let mut parts: Vec<String> = Vec::new();
+    for piece in s.split(',') {
+        let starts_setting = piece
+            .split_once('=')
+            .is_some_and(|(lhs, _)| lhs.contains('.') && !lhs.trim().is_empty());
+        match parts.last_mut() {
+            Some(last) if !starts_setting => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => parts.push(piece.to_string()),
+        }
+    }
+    parts.iter().map(|p| p.parse()).collect()
+}
+
+/// A duration as users write it: `10s`, `100ms`, `1.5s`, `250us`, or plain ns.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(ns) = t.parse::<u64>() {
+        return Ok(Duration::from_nanos(ns));
+    }
+    if let Some(secs) = t
+        .strip_suffix('s')
+        .filter(|x| !x.ends_with(['m', 'u', 'n', 'µ']))
+    {
+        if let Ok(f) = secs.parse::<f64>() {
+            if f.is_finite() && f >= 0.0 {
+                return Ok(Duration::from_secs_f64(f));
+            }
+        }
+    }
+    humantime::parse_duration(t)
+        .map_err(|_| format!("bad duration \"{s}\": expected e.g. 10s, 1.5s, 100ms, 250us or ns"))
+}
+
+/// A nice value for every instance of a task group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NiceLadder {
+    One(i32),
+    Each(Vec<i32>),
+}
+
+impl NiceLadder {
+    /// `5`, `0..20` (step 1), `-20..20:4`, or `0/5/10`.
+    pub fn parse(s: &str) -> Result<NiceLadder, String> {
+        let t = s.trim();
+        let bad = || {
+            format!("bad nice \"{s}\": expected a number -20..19, a ladder FROM..TO[:STEP] like -20..20:4, or a list like 0/5/10")
+        };
+        if let Some((range, step)) = t.split_once("..") {
+            let (to, step) = match step.split_once(':') {
+                Some((to, st)) => (to, st.trim().parse::<i32>().map_err(|_| bad())?),
+                None => (step, 1),
+            };
+            let from = range.trim().parse::<i32>().map_err(|_| bad())?;
+            let to = to.trim().parse::<i32>().map_err(|_| bad())?;
+            if step <= 0 || from > to {
+                return Err(format!(
+                    "bad nice ladder \"{s}\": need FROM <= TO and a positive STEP"
+                ));
+            }
+            return Ok(NiceLadder::Each(
+                (from..=to).step_by(step as usize).collect(),
+            ));
+        }
+        if t.contains('/') {
+            let values: Result<Vec<i32>, _> = t.split('/').map(|v| v.trim().parse()).collect();
+            return values.map(NiceLadder::Each).map_err(|_| bad());
+        }
+        t.parse().map(NiceLadder::One).map_err(|_| bad())
+    }
+
+    pub fn get(&self, index: usize) -> i32 {
+        match self {
+            NiceLadder::One(n) => *n,
+            NiceLadder::Each(v) => v.get(index).copied().unwrap_or(0),
+        }
+    }
+
+    pub fn values(&self) -> Vec<i32> {
+        match self {
+            NiceLadder::One(n) => vec![*n],
+            NiceLadder::Each(v) => v.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_split_at_the_first_dot_and_equals() {
+        let s: Setting = "sys.feature.WA_IDLE=off".parse().expect("parses");
+        assert_eq!(
+            (s.target.as_str(), s.knob.as_str(), s.value.as_str()),
+            ("sys", "feature.WA_IDLE", "off")
+        );
+        let s: Setting = " hog.nice = 10 ".parse().expect("parses");
+        assert_eq!(s.to_string(), "hog.nice=10");
+        for bad in [
+            "writer",
+            "writer.policy",
+            "writer=batch",
+            ".policy=x",
+            "writer.=x",
+            "a.b=",
+        ] {
+            let err = bad.parse::<Setting>().unwrap_err();
+            assert!(err.contains("TASK.KNOB=VALUE"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn lists_keep_commas_inside_cpu_lists() {
+        let v = parse_list("writer.policy=batch,reader.cpus=0,1,writer.nice=5").expect("parses");
+        let texts: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            texts,
+            ["writer.policy=batch", "reader.cpus=0,1", "writer.nice=5"]
+        );
+        assert!(parse_list("nonsense").is_err());
+    }
+
+    #[test]
+    fn durations_in_every_spelling() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("3000"), Ok(Duration::from_nanos(3000)));
+        assert!(parse_duration("soon").unwrap_err().contains("10s"));
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn nice_ladders() {
+        assert_eq!(NiceLadder::parse("5"), Ok(NiceLadder::One(5)));
+        assert_eq!(NiceLadder::parse("0..20").map(|l| l.values().len()), Ok(21));
+        assert_eq!(
+            NiceLadder::parse("-20..20:4"),
+            Ok(NiceLadder::Each(vec![
+                -20, -16, -12, -8, -4, 0, 4, 8, 12, 16, 20
+            ]))
+        );
+        assert_eq!(
+            NiceLadder::parse("0/5/10"),
+            Ok(NiceLadder::Each(vec![0, 5, 10]))
+        );
+        assert!(NiceLadder::parse("20..0").is_err());
+        assert!(NiceLadder::parse("0..20:0").is_err());
+        assert!(NiceLadder::parse("low").unwrap_err().contains("-20..19"));
+    }
+}

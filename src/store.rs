@@ -1,0 +1,345 @@
+//! The consumer side of the sampling path: raw counter batches turned into rates, kept
+//! as bounded time series, plus whole-run summaries from the first and last samples.
+
+use std::collections::VecDeque;
+
+use crate::sampler::parse::CpuTimes;
+use crate::sampler::{Batch, TaskSample};
+
+/// Rates of one task over one interval (or a whole run).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskRates {
+    /// Seconds since the run started, at the end of the interval.
+    pub t_s: f64,
+    /// Fraction of one CPU the task ran.
+    pub cpu_share: f64,
+    /// Fraction of the interval the task sat runnable in a run queue (None without schedstat).
+    pub wait_share: Option<f64>,
+    pub switches_per_s: f64,
+    pub voluntary_per_s: f64,
+    pub involuntary_per_s: f64,
+    pub migrations_per_s: Option<f64>,
+    pub progress_per_s: f64,
+    /// CPU the task last ran on.
+    pub cpu: Option<u32>,
+}
+
+/// Busy and steal share of one CPU over one interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuRates {
+    pub busy: f64,
+    pub steal: f64,
+}
+
+/// Schedstat is usable unless it reads "0 0 0" for a task that has run (CONFIG_SCHED_INFO
+/// off prints zeros for everyone).
+fn schedstat_valid(s: &TaskSample) -> bool {
+    match s.schedstat {
+        Some(ss) => ss.run_ns > 0 || ss.timeslices > 0 || s.sched.sum_exec_runtime_ns.unwrap_or(0) == 0,
+        None => false,
+    }
+}
+
+/// On-CPU time in ns: schedstat's run time, or se.sum_exec_runtime when schedstat is off.
+pub fn run_ns(s: &TaskSample) -> Option<u64> {
+    if schedstat_valid(s) {
+        s.schedstat.map(|ss| ss.run_ns)
+    } else {
+        s.sched.sum_exec_runtime_ns
+    }
+}
+
+fn wait_ns(s: &TaskSample) -> Option<u64> {
+    if schedstat_valid(s) {
+        s.schedstat.map(|ss| ss.wait_ns)
+    } else {
+        None
+    }
+}
+
+fn per_s(a: Option<u64>, b: Option<u64>, dt_s: f64) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if dt_s > 0.0 => Some(b.saturating_sub(a) as f64 / dt_s),
+        _ => None,
+    }
+}
+
+/// Rates between two samples of the same task taken `dt_ns` apart. Voluntary and
+/// involuntary switches come from the sched file (no extra read of status).
+pub fn task_rates(prev: &TaskSample, cur: &TaskSample, dt_ns: u64) -> TaskRates {
+    let dt_s = dt_ns as f64 / 1e9;
+    let share = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) if dt_ns > 0 => Some(b.saturating_sub(a) as f64 / dt_ns as f64),
+        _ => None,
+    };
+    let (p, c) = (&prev.sched, &cur.sched);
+    let voluntary = per_s(p.nr_voluntary_switches, c.nr_voluntary_switches, dt_s).unwrap_or(0.0);
+    let involuntary =
+        per_s(p.nr_involuntary_switches, c.nr_involuntary_switches, dt_s).unwrap_or(0.0);
+    TaskRates {
+        t_s: 0.0,
+        cpu_share: share(run_ns(prev), run_ns(cur)).unwrap_or(0.0),
+        wait_share: share(wait_ns(prev), wait_ns(cur)),
+        switches_per_s: per_s(p.nr_switches, c.nr_switches, dt_s)
+            .unwrap_or(voluntary + involuntary),
+        voluntary_per_s: voluntary,
+        involuntary_per_s: involuntary,
+        migrations_per_s: per_s(p.nr_migrations, c.nr_migrations, dt_s),
+        progress_per_s: per_s(Some(prev.progress), Some(cur.progress), dt_s).unwrap_or(0.0),
+        cpu: cur.stat.and_then(|s| s.processor),
+    }
+}
+
+/// Busy and steal shares of a CPU between two readings of its /proc/stat line.
+pub fn cpu_rates(prev: &CpuTimes, cur: &CpuTimes) -> CpuRates {
+    let total = cur.total().saturating_sub(prev.total());
+    if total == 0 {
+        return CpuRates::default();
+    }
+    CpuRates {
+        busy: cur.busy().saturating_sub(prev.busy()) as f64 / total as f64,
+        steal: cur.steal.saturating_sub(prev.steal) as f64 / total as f64,
+    }
+}
+
+/// One task's history.
+#[derive(Clone, Debug, Default)]
+pub struct TaskSeries {
+    pub points: VecDeque<TaskRates>,
+    /// The first sample in which the task was alive, with its time.
+    pub first: Option<(u64, TaskSample)>,
+    /// The latest sample in which the task was alive, with its time.
+    pub last: Option<(u64, TaskSample)>,
+    pub exited: bool,
+}
+
+/// Every task's and CPU's history for one run.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub start_ns: Option<u64>,
+    pub tasks: Vec<TaskSeries>,
+    pub cpus: Vec<VecDeque<(f64, CpuRates)>>,
+    prev_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
+    first_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
+    /// Points kept per series; older ones are dropped.
+    pub retention: usize,
+}
+
+impl Store {
+    pub fn new(tasks: usize, retention: usize) -> Store {
+        Store {
+            start_ns: None,
+            tasks: vec![TaskSeries::default(); tasks],
+            cpus: Vec::new(),
+            prev_system: None,
+            first_system: None,
+            retention: retention.max(2),
+        }
+    }
+
+    /// Seconds since the first batch.
+    pub fn t_s(&self, t_ns: u64) -> f64 {
+        t_ns.saturating_sub(self.start_ns.unwrap_or(t_ns)) as f64 / 1e9
+    }
+
+    /// Take in one batch; returns the new rate points (task id, rates) it produced.
+    pub fn push(&mut self, batch: &Batch) -> Vec<(usize, TaskRates)> {
+        self.start_ns.get_or_insert(batch.t_ns);
+        let t_s = self.t_s(batch.t_ns);
+        let mut new_points = Vec::new();
+        for sample in &batch.tasks {
+            let Some(series) = self.tasks.get_mut(sample.id) else {
+                continue;
+            };
+            if !sample.alive {
+                series.exited = true;
+                // Keep progress counted by the shared memory even after the task exited.
+                if let Some((_, last)) = &mut series.last {
+                    last.progress = sample.progress;
+                    last.latency.clone_from(&sample.latency);
+                }
+                continue;
+            }
+            if let Some((prev_t, prev)) = &series.last {
+                let mut r = task_rates(prev, sample, batch.t_ns.saturating_sub(*prev_t));
+                r.t_s = t_s;
+                if series.points.len() == self.retention {
+                    series.points.pop_front();
+                }
+                series.points.push_back(r);
+                new_points.push((sample.id, r));
+            }
+            if series.first.is_none() {
+                series.first = Some((batch.t_ns, sample.clone()));
+            }
+            match &mut series.last {
+                Some((t, s)) => {
+                    *t = batch.t_ns;
+                    s.clone_from(sample);
+                }
+                None => series.last = Some((batch.t_ns, sample.clone())),
+            }
+        }
+        let sys = &batch.system;
+        if let Some((_, prev_cpus, _)) = &self.prev_system {
+            self.cpus.resize_with(sys.cpus.len(), VecDeque::new);
+            for (i, (p, c)) in prev_cpus.iter().zip(&sys.cpus).enumerate() {
+                if self.cpus[i].len() == self.retention {
+                    self.cpus[i].pop_front();
+                }
+                self.cpus[i].push_back((t_s, cpu_rates(p, c)));
+            }
+        }
+        let snapshot = (batch.t_ns, sys.cpus.clone(), sys.total);
+        if self.first_system.is_none() {
+            self.first_system = Some(snapshot.clone());
+        }
+        self.prev_system = Some(snapshot);
+        new_points
+    }
+
+    /// A task's rates over everything sampled so far (first to last live sample).
+    pub fn summary(&self, id: usize) -> Option<TaskRates> {
+        let series = self.tasks.get(id)?;
+        let ((t0, first), (t1, last)) = (series.first.as_ref()?, series.last.as_ref()?);
+        let mut r = task_rates(first, last, t1.saturating_sub(*t0));
+        r.t_s = self.t_s(*t1);
+        Some(r)
+    }
+
+    /// Progress per second over the run, counting what the task did after its last
+    /// live sample too (its counter lives on in shared memory), over `run_s` seconds.
+    pub fn progress_per_s(&self, id: usize, run_s: f64) -> f64 {
+        let Some(series) = self.tasks.get(id) else {
+            return 0.0;
+        };
+        match (&series.first, &series.last) {
+            (Some((_, f)), Some((_, l))) if run_s > 0.0 => {
+                l.progress.saturating_sub(f.progress) as f64 / run_s
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Each CPU's busy and steal share over the whole run.
+    pub fn cpu_summary(&self) -> Vec<CpuRates> {
+        match (&self.first_system, &self.prev_system) {
+            (Some((_, a, _)), Some((_, b, _))) => {
+                a.iter().zip(b).map(|(p, c)| cpu_rates(p, c)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Seconds between the first and the last batch.
+    pub fn elapsed_s(&self) -> f64 {
+        match (&self.first_system, &self.prev_system) {
+            (Some((a, ..)), Some((b, ..))) => b.saturating_sub(*a) as f64 / 1e9,
+            _ => 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampler::parse::{SchedFile, Schedstat};
+
+    fn sample(run_ms: u64, wait_ms: u64, vol: u64, invol: u64, progress: u64) -> TaskSample {
+        TaskSample {
+            id: 0,
+            alive: true,
+            sched: SchedFile {
+                nr_switches: Some(vol + invol),
+                nr_voluntary_switches: Some(vol),
+                nr_involuntary_switches: Some(invol),
+                nr_migrations: Some(vol / 10),
+                ..SchedFile::default()
+            },
+            schedstat: Some(Schedstat {
+                run_ns: run_ms * 1_000_000,
+                wait_ns: wait_ms * 1_000_000,
+                timeslices: vol + invol,
+            }),
+            progress,
+            ..TaskSample::default()
+        }
+    }
+
+    #[test]
+    fn rates_from_two_samples() {
+        let a = sample(100, 10, 50, 5, 1_000);
+        let b = sample(150, 30, 150, 25, 3_000);
+        let r = task_rates(&a, &b, 100_000_000);
+        assert!((r.cpu_share - 0.5).abs() < 1e-9);
+        assert_eq!(r.wait_share.map(|w| (w * 1e6).round() / 1e6), Some(0.2));
+        assert!((r.voluntary_per_s - 1000.0).abs() < 1e-6);
+        assert!((r.involuntary_per_s - 200.0).abs() < 1e-6);
+        assert!((r.switches_per_s - 1200.0).abs() < 1e-6);
+        assert_eq!(r.migrations_per_s, Some(100.0));
+        assert!((r.progress_per_s - 20_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn without_schedstat_share_comes_from_sum_exec_and_wait_is_unknown() {
+        let mut a = sample(0, 0, 0, 0, 0);
+        let mut b = sample(0, 0, 0, 0, 0);
+        a.schedstat = Some(Schedstat::default());
+        b.schedstat = Some(Schedstat::default());
+        a.sched.sum_exec_runtime_ns = Some(0);
+        b.sched.sum_exec_runtime_ns = Some(25_000_000);
+        let r = task_rates(&a, &b, 100_000_000);
+        assert!((r.cpu_share - 0.25).abs() < 1e-9);
+        assert_eq!(r.wait_share, None);
+    }
+
+    #[test]
+    fn store_keeps_bounded_series_and_whole_run_summaries() {
+        let mut store = Store::new(1, 3);
+        for i in 0..6u64 {
+            let batch = Batch {
+                t_ns: 1_000_000_000 + i * 100_000_000,
+                tasks: vec![sample(i * 50, 0, i * 10, 0, i * 100)],
+                ..Batch::default()
+            };
+            store.push(&batch);
+        }
+        assert_eq!(
+            store.tasks[0].points.len(),
+            3,
+            "retention bounds the series"
+        );
+        let s = store.summary(0).expect("summary");
+        assert!((s.cpu_share - 0.5).abs() < 1e-9);
+        assert!((s.t_s - 0.5).abs() < 1e-9);
+        // The task exits; its shared-memory progress keeps counting into the summary.
+        let mut dead = sample(0, 0, 0, 0, 900);
+        dead.alive = false;
+        store.push(&Batch {
+            t_ns: 1_600_000_000,
+            tasks: vec![dead],
+            ..Batch::default()
+        });
+        assert!(store.tasks[0].exited);
+        assert!((store.progress_per_s(0, 1.0) - 900.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cpu_busy_and_steal() {
+        let a = CpuTimes {
+            user: 100,
+            idle: 100,
+            steal: 0,
+            ..CpuTimes::default()
+        };
+        let b = CpuTimes {
+            user: 150,
+            idle: 130,
+            steal: 20,
+            ..CpuTimes::default()
+        };
+        let r = cpu_rates(&a, &b);
+        assert!((r.busy - 0.5).abs() < 1e-9);
+        assert!((r.steal - 0.2).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,35 @@
+//! Facts about this machine that every command needs: kernel, online CPUs, privilege.
+
+use crate::cpuset::CpuSet;
+
+/// The running kernel's release, e.g. "6.18.44".
+pub fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The CPUs that are online now (what "cpus=all" means).
+pub fn online_cpus() -> CpuSet {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| s.trim().parse::<CpuSet>().ok())
+        .filter(|s| !s.is_empty())
+        .or_else(|| crate::knob::task::affinity(0).ok())
+        .unwrap_or_else(|| CpuSet::single(0))
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// USER_HZ: the unit of /proc/stat and /proc/PID/stat times.
+pub fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}

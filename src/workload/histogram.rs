@@ -1,0 +1,246 @@
+//! Log-linear latency histogram: lock-free single-writer recording in shared memory,
+//! plain snapshots with percentiles for reports.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// Sub-buckets per power of two: values are kept to within 1/32 (~3 %).
+const SUB_BITS: u32 = 5;
+const SUB: usize = 1 << SUB_BITS;
+/// Enough buckets for any u64 value.
+pub const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB;
+
+/// Bucket index of a value; exact below 64.
+pub fn bucket_of(v: u64) -> usize {
+    if v < SUB as u64 {
+        return v as usize;
+    }
+    let magnitude = 63 - v.leading_zeros();
+    let sub = ((v >> (magnitude - SUB_BITS)) as usize) & (SUB - 1);
+    (magnitude - SUB_BITS + 1) as usize * SUB + sub
+}
+
+/// The smallest and largest value that land in bucket `i`.
+pub fn bucket_bounds(i: usize) -> (u64, u64) {
+    if i < SUB {
+        return (i as u64, i as u64);
+    }
+    let shift = (i / SUB - 1) as u32;
+    let low = ((SUB + i % SUB) as u64) << shift;
+    (low, low + ((1u64 << shift) - 1))
+}
+
+/// The histogram as it lives in shared memory: one writer (the worker thread), many
+/// readers. Plain load+store instead of fetch_add keeps the hot path free of locked
+/// instructions; readers may see a sample's count before its bucket, which is harmless.
+#[repr(C)]
+pub struct AtomicHistogram {
+    count: AtomicU64,
+    sum: AtomicU64,
+    min: AtomicU64,
+    max: AtomicU64,
+    buckets: [AtomicU64; BUCKETS],
+}
+
+impl AtomicHistogram {
+    /// Record one value. Only one thread may call this.
+    pub fn record(&self, v: u64) {
+        let b = &self.buckets[bucket_of(v)];
+        b.store(b.load(Relaxed) + 1, Relaxed);
+        self.sum
+            .store(self.sum.load(Relaxed).wrapping_add(v), Relaxed);
+        let count = self.count.load(Relaxed);
+        if count == 0 || v < self.min.load(Relaxed) {
+            self.min.store(v, Relaxed);
+        }
+        if v > self.max.load(Relaxed) {
+            self.max.store(v, Relaxed);
+        }
+        self.count.store(count + 1, Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+
+    /// Copy into `out`, reusing its allocation.
+    pub fn snapshot_into(&self, out: &mut Histogram) {
+        out.buckets.resize(BUCKETS, 0);
+        for (dst, src) in out.buckets.iter_mut().zip(self.buckets.iter()) {
+            *dst = src.load(Relaxed);
+        }
+        out.count = self.count.load(Relaxed);
+        out.sum = self.sum.load(Relaxed);
+        out.min = self.min.load(Relaxed);
+        out.max = self.max.load(Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Histogram {
+        let mut h = Histogram::default();
+        self.snapshot_into(&mut h);
+        h
+    }
+}
+
+/// A plain copy of a histogram.
+#[derive(Debug, Default, PartialEq)]
+pub struct Histogram {
+    pub buckets: Vec<u64>,
+    pub count: u64,
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Clone for Histogram {
+    fn clone(&self) -> Self {
+        Histogram {
+            buckets: self.buckets.clone(),
+            ..*self
+        }
+    }
+
+    /// Reuses the bucket buffer: the sampler copies histograms every round.
+    fn clone_from(&mut self, src: &Self) {
+        self.buckets.clone_from(&src.buckets);
+        self.count = src.count;
+        self.sum = src.sum;
+        self.min = src.min;
+        self.max = src.max;
+    }
+}
+
+/// The summary every report prints: min, percentiles, max, count (values in ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub min: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub count: u64,
+    pub mean: u64,
+}
+
+impl Histogram {
+    pub fn from_values(values: impl IntoIterator<Item = u64>) -> Histogram {
+        let mut h = Histogram {
+            buckets: vec![0; BUCKETS],
+            ..Default::default()
+        };
+        for v in values {
+            h.buckets[bucket_of(v)] += 1;
+            h.min = if h.count == 0 { v } else { h.min.min(v) };
+            h.max = h.max.max(v);
+            h.sum = h.sum.wrapping_add(v);
+            h.count += 1;
+        }
+        h
+    }
+
+    /// Counts recorded since `earlier` (a previous snapshot of the same histogram).
+    /// Min and max are the later snapshot's: they cannot be un-merged.
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        let buckets = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| b.saturating_sub(earlier.buckets.get(i).copied().unwrap_or(0)))
+            .collect();
+        Histogram {
+            buckets,
+            count: self.count.saturating_sub(earlier.count),
+            sum: self.sum.wrapping_sub(earlier.sum),
+            min: self.min,
+            max: self.max,
+        }
+    }
+
+    /// The value below which a fraction `q` of samples fall (bucket midpoint, clamped
+    /// to the exact min and max).
+    pub fn quantile(&self, q: f64) -> u64 {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                let (lo, hi) = bucket_bounds(i);
+                return (lo + (hi - lo) / 2).clamp(self.min, self.max.max(self.min));
+            }
+        }
+        self.max
+    }
+
+    pub fn percentiles(&self) -> Option<Percentiles> {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        Some(Percentiles {
+            min: self.min,
+            p50: self.quantile(0.5),
+            p90: self.quantile(0.9),
+            p99: self.quantile(0.99),
+            p999: self.quantile(0.999),
+            max: self.max,
+            count: total,
+            mean: self.sum / self.count.max(1),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_for_small_values_and_tight_for_large() {
+        for v in 0..64 {
+            assert_eq!(bucket_bounds(bucket_of(v)), (v, v));
+        }
+        for v in [64u64, 100, 1_500, 1_000_000, 18_000_000_000, u64::MAX] {
+            let (lo, hi) = bucket_bounds(bucket_of(v));
+            assert!(lo <= v && v <= hi, "{v} not in {lo}..{hi}");
+            assert!((hi - lo) as f64 <= v as f64 / 31.0, "{v}: bucket too wide");
+        }
+        assert!(bucket_of(u64::MAX) < BUCKETS);
+    }
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let h = Histogram::from_values(1..=10_000u64);
+        let p = h.percentiles().expect("has values");
+        assert_eq!((p.min, p.max, p.count), (1, 10_000, 10_000));
+        for (got, want) in [(p.p50, 5_000.0), (p.p90, 9_000.0), (p.p99, 9_900.0)] {
+            assert!((got as f64 - want).abs() / want < 0.04, "{got} vs {want}");
+        }
+        assert_eq!(Histogram::default().percentiles(), None);
+    }
+
+    #[test]
+    fn since_subtracts_an_earlier_snapshot() {
+        let early = Histogram::from_values([10, 20]);
+        let late = Histogram::from_values([10, 20, 30, 30]);
+        let d = late.since(&early);
+        assert_eq!(d.count, 2);
+        assert_eq!(d.buckets[bucket_of(30)], 2);
+        assert_eq!(d.buckets[bucket_of(10)], 0);
+    }
+
+    #[test]
+    fn atomic_histogram_records_like_the_plain_one() {
+        // SAFETY: an all-zero AtomicHistogram is its valid empty state (atomics of 0).
+        let h: Box<AtomicHistogram> = unsafe { Box::new(std::mem::zeroed()) };
+        for v in [5u64, 500, 50_000] {
+            h.record(v);
+        }
+        let snap = h.snapshot();
+        assert_eq!(snap, Histogram::from_values([5, 500, 50_000]));
+    }
+}

@@ -1,0 +1,232 @@
+//! The worker kinds a preset can ask for, their parameters and what their progress counts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a task runs when it is not an external command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerKind {
+    /// Counts iterations in a tight loop.
+    Spin,
+    /// Loops on getppid(), like the 1998 background hogs.
+    Hog,
+    /// Writes `bytes`-sized chunks to stdout (a pipe).
+    PipeWriter,
+    /// Reads stdin (a pipe) and counts bytes.
+    PipeReader,
+    /// memsets a buffer `repeats` times, then writes a one-byte token to stdout.
+    MemsetProducer,
+    /// Reads a token from stdin, then memsets a buffer `repeats` times.
+    MemsetConsumer,
+    /// Calls sched_yield() in batches and times each switch.
+    Yield,
+    /// Burns `ms` of CPU, sleeps `sleep_ms`, repeats: a job stream in one task.
+    Burn,
+    /// Runs the real make -jN on a generated Makefile of short burn jobs.
+    Make,
+}
+
+/// One numeric parameter of a worker kind.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: i64,
+    pub min: i64,
+    pub max: i64,
+    pub help: &'static str,
+}
+
+const fn p(name: &'static str, default: i64, min: i64, max: i64, help: &'static str) -> ParamSpec {
+    ParamSpec {
+        name,
+        default,
+        min,
+        max,
+        help,
+    }
+}
+
+const PIPE_WRITER: &[ParamSpec] = &[
+    p("bytes", 30, 1, 1 << 20, "bytes per write()"),
+    p(
+        "writes",
+        0,
+        0,
+        i64::MAX,
+        "number of writes, 0 = until the run ends",
+    ),
+];
+const PIPE_READER: &[ParamSpec] = &[p("bytes", 65536, 1, 1 << 20, "bytes per read()")];
+const MEMSET_PRODUCER: &[ParamSpec] = &[
+    p("buffer_kib", 1024, 1, 1 << 20, "buffer size in KiB"),
+    p("repeats", 100, 1, 100_000, "memsets of the buffer per loop"),
+];
+const MEMSET_CONSUMER: &[ParamSpec] = &[
+    p("buffer_kib", 1024, 1, 1 << 20, "buffer size in KiB"),
+    p("repeats", 20, 1, 100_000, "memsets of the buffer per token"),
+];
+const YIELD: &[ParamSpec] = &[p("batch", 10, 1, 100_000, "yields per timed batch")];
+const BURN: &[ParamSpec] = &[
+    p(
+        "ms",
+        10,
+        0,
+        60_000,
+        "CPU burst per job in ms (thread CPU time)",
+    ),
+    p("sleep_ms", 5, 0, 60_000, "sleep after each burst in ms"),
+];
+const MAKE: &[ParamSpec] = &[
+    p("jobs", 16, 1, 1024, "make -j"),
+    p("depend_jobs", 120, 0, 100_000, "tiny jobs in stage depend"),
+    p("depend_ms", 3, 0, 60_000, "CPU burst of a depend job in ms"),
+    p("depend_io_ms", 5, 0, 60_000, "sleep of a depend job in ms"),
+    p(
+        "compile_jobs",
+        24,
+        0,
+        100_000,
+        "heavy jobs in stage compile",
+    ),
+    p(
+        "compile_ms",
+        120,
+        0,
+        60_000,
+        "CPU burst of a compile job in ms",
+    ),
+    p(
+        "compile_io_ms",
+        10,
+        0,
+        60_000,
+        "sleep of a compile job in ms",
+    ),
+    p(
+        "link_ms",
+        200,
+        0,
+        60_000,
+        "CPU burst of the single link job in ms",
+    ),
+];
+
+impl WorkerKind {
+    pub const ALLOWED: &'static str =
+        "spin, hog, pipe-writer, pipe-reader, memset-producer, memset-consumer, yield, burn, make";
+
+    pub fn params(self) -> &'static [ParamSpec] {
+        match self {
+            WorkerKind::Spin | WorkerKind::Hog => &[],
+            WorkerKind::PipeWriter => PIPE_WRITER,
+            WorkerKind::PipeReader => PIPE_READER,
+            WorkerKind::MemsetProducer => MEMSET_PRODUCER,
+            WorkerKind::MemsetConsumer => MEMSET_CONSUMER,
+            WorkerKind::Yield => YIELD,
+            WorkerKind::Burn => BURN,
+            WorkerKind::Make => MAKE,
+        }
+    }
+
+    pub fn param(self, name: &str) -> Option<&'static ParamSpec> {
+        self.params().iter().find(|s| s.name == name)
+    }
+
+    /// What one unit of progress is.
+    pub fn progress_unit(self) -> &'static str {
+        match self {
+            WorkerKind::Spin => "iterations",
+            WorkerKind::Hog | WorkerKind::MemsetProducer | WorkerKind::MemsetConsumer => "loops",
+            WorkerKind::PipeWriter | WorkerKind::PipeReader => "bytes",
+            WorkerKind::Yield => "yields",
+            WorkerKind::Burn | WorkerKind::Make => "jobs",
+        }
+    }
+
+    pub fn reads_stdin(self) -> bool {
+        matches!(self, WorkerKind::PipeReader | WorkerKind::MemsetConsumer)
+    }
+
+    pub fn writes_stdout(self) -> bool {
+        matches!(self, WorkerKind::PipeWriter | WorkerKind::MemsetProducer)
+    }
+
+    /// Kinds that run as their own process (not as a thread beside others).
+    pub fn needs_own_process(self) -> bool {
+        self.reads_stdin() || self.writes_stdout() || self == WorkerKind::Make
+    }
+
+    pub fn measures_latency(self) -> bool {
+        self == WorkerKind::Yield
+    }
+}
+
+/// A kind's parameters with defaults filled in, validated against its specs.
+pub fn resolve_params(
+    kind: WorkerKind,
+    given: &BTreeMap<String, i64>,
+) -> Result<BTreeMap<String, i64>, String> {
+    let mut out = BTreeMap::new();
+    for (name, &value) in given {
+        check_param(kind, name, value)?;
+        out.insert(name.clone(), value);
+    }
+    for spec in kind.params() {
+        out.entry(spec.name.to_string()).or_insert(spec.default);
+    }
+    Ok(out)
+}
+
+/// One parameter against its spec; the error names the allowed names or range.
+pub fn check_param(kind: WorkerKind, name: &str, value: i64) -> Result<(), String> {
+    let Some(spec) = kind.param(name) else {
+        let names: Vec<_> = kind.params().iter().map(|s| s.name).collect();
+        let allowed = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        };
+        return Err(format!(
+            "unknown parameter \"{name}\" for worker {}: its parameters are {allowed}",
+            kind_name(kind)
+        ));
+    };
+    if value < spec.min || value > spec.max {
+        return Err(format!(
+            "{name}={value} is out of range for worker {}: allowed {}..{} ({})",
+            kind_name(kind),
+            spec.min,
+            spec.max,
+            spec.help
+        ));
+    }
+    Ok(())
+}
+
+pub fn kind_name(kind: WorkerKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_in_and_unknown_names_are_listed() {
+        let got = resolve_params(WorkerKind::PipeWriter, &BTreeMap::new()).expect("defaults");
+        assert_eq!(got["bytes"], 30);
+        let bad = BTreeMap::from([("size".to_string(), 3)]);
+        let err = resolve_params(WorkerKind::PipeWriter, &bad).unwrap_err();
+        assert!(err.contains("bytes, writes"), "{err}");
+        let err = check_param(WorkerKind::Spin, "x", 1).unwrap_err();
+        assert!(err.contains("parameters are none"), "{err}");
+        let err = check_param(WorkerKind::Make, "jobs", 0).unwrap_err();
+        assert!(err.contains("allowed 1..1024"), "{err}");
+        assert_eq!(kind_name(WorkerKind::MemsetProducer), "memset-producer");
+    }
+}

@@ -1,0 +1,11 @@
+//! Running a preset's tasks as real processes and threads: spawning, the start gate,
+//! shared-memory progress, and making sure no worker outlives schedlab.
+
+pub mod histogram;
+pub mod kinds;
+pub mod make;
+pub mod shm;
+pub mod spawn;
+pub mod workers;
+
+pub use spawn::{RunningTask, Workload};
