@@ -1,5 +1,7 @@
 //! schedlab's entry point: parse the command line and dispatch to a command.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -68,26 +70,39 @@ fn main() -> ExitCode {
     }
 }
 
+/// Print to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
 fn load_preset(name: &str) -> Result<Preset> {
     preset::load(name).map_err(|e| usage(format!("{e:#}")))
 }
 
 fn cmd_presets(name: Option<&str>) -> Result<()> {
+    let mut out = String::new();
     let Some(name) = name else {
         for p in preset::list() {
             match p {
-                Ok(p) => println!("{:<16} {}", p.name, p.summary),
-                Err(e) => println!("{:<16} {e:#}", "(broken)"),
+                Ok(p) => writeln!(out, "{:<16} {}", p.name, p.summary)?,
+                Err(e) => writeln!(out, "{:<16} {e:#}", "(broken)")?,
             }
         }
         if let Some(dir) = preset::user_dir() {
-            println!("\nYour own presets go in {}", dir.display());
+            let _ = writeln!(out, "\nYour own presets go in {}", dir.display());
         }
-        return Ok(());
+        return emit(&out);
     };
     let p = load_preset(name)?;
-    println!("{} - {}\n(source: {})\n", p.name, p.summary, p.source);
-    println!("Tasks:");
+    let _ = writeln!(out, "{} - {}\n(source: {})\n", p.name, p.summary, p.source);
+    let _ = writeln!(out, "Tasks:");
     for g in &p.groups {
         let count = if g.count == 1 {
             String::new()
@@ -104,14 +119,15 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         if let Some(s) = &g.process {
             links.push(format!("thread of process {s}"));
         }
-        println!(
+        let _ = writeln!(
+            out,
             "  {}{count}: {} {}",
             g.name,
             g.program.describe(),
             links.join(" ")
         );
     }
-    println!("\nKnobs (--set TASK.KNOB=VALUE):");
+    let _ = writeln!(out, "\nKnobs (--set TASK.KNOB=VALUE):");
     let focus: Vec<&str> = p.focus.iter().map(String::as_str).collect();
     for (k, v) in p.knob_table() {
         let star = if focus.contains(&k.as_str()) {
@@ -119,7 +135,7 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         } else {
             " "
         };
-        println!("  {star} {k} = {v}");
+        let _ = writeln!(out, "  {star} {k} = {v}");
     }
     let sys: Vec<&str> = focus
         .iter()
@@ -127,19 +143,23 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         .filter(|f| f.starts_with("sys."))
         .collect();
     if !sys.is_empty() {
-        println!("  * system knobs that matter here: {}", sys.join(", "));
+        let _ = writeln!(out, "  * system knobs that matter here: {}", sys.join(", "));
     }
-    println!("  (* = the knobs this experiment is about)");
-    println!("\nHeadline metric: {:?} of {}", p.headline, p.metric_task);
+    let _ = writeln!(out, "  (* = the knobs this experiment is about)");
+    let _ = writeln!(
+        out,
+        "\nHeadline metric: {:?} of {}",
+        p.headline, p.metric_task
+    );
     if !p.variants.is_empty() {
-        println!("\nVariants (--variant NAME):");
+        let _ = writeln!(out, "\nVariants (--variant NAME):");
         for v in &p.variants {
             let sets: Vec<String> = v.set.iter().map(Setting::to_string).collect();
-            println!("  {:<10} {} [{}]", v.name, v.summary, sets.join(" "));
+            let _ = writeln!(out, "  {:<10} {} [{}]", v.name, v.summary, sets.join(" "));
         }
     }
-    println!("\n{}", p.note);
-    Ok(())
+    let _ = writeln!(out, "\n{}", p.note);
+    emit(&out)
 }
 
 fn cmd_run(args: RunArgs) -> Result<()> {
@@ -185,13 +205,12 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     opts.overrides = overrides;
     let report = run(&p, &opts)?;
     match args.json.as_deref() {
-        Some("-") => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
         Some(path) => {
             std::fs::write(path, serde_json::to_string_pretty(&report)?)
                 .with_context(|| format!("writing {path}"))?;
-            print!("{}", render_table(&report));
+            emit(&render_table(&report))
         }
-        None => print!("{}", render_table(&report)),
+        None => emit(&render_table(&report)),
     }
-    Ok(())
 }

@@ -139,8 +139,8 @@ fn write_csv<W: std::io::Write>(
             task: &task.name,
             pid: task.pid,
             tid: task.tid,
-            policy: sample.sched.policy.map_or("unknown", policy_name),
-            nice: sample.stat.map(|s| s.nice),
+            policy: sample.policy().map_or("unknown", policy_name),
+            nice: sample.nice(),
             cpu: r.cpu,
             cpu_share: r.cpu_share,
             wait_share: r.wait_share,
@@ -167,7 +167,7 @@ fn task_report(
     let first = series.first.as_ref().map(|(_, s)| s);
     let rates = store.summary(id).unwrap_or_default();
     let policy = last
-        .and_then(|s| s.sched.policy.or(s.stat.and_then(|st| st.policy)))
+        .and_then(TaskSample::policy)
         .map_or("unknown", policy_name);
     let exit = workload.exit_status(task).filter(|_| series.exited);
     TaskReport {

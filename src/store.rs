@@ -35,7 +35,9 @@ pub struct CpuRates {
 /// off prints zeros for everyone).
 fn schedstat_valid(s: &TaskSample) -> bool {
     match s.schedstat {
-        Some(ss) => ss.run_ns > 0 || ss.timeslices > 0 || s.sched.sum_exec_runtime_ns.unwrap_or(0) == 0,
+        Some(ss) => {
+            ss.run_ns > 0 || ss.timeslices > 0 || s.sched.sum_exec_runtime_ns.unwrap_or(0) == 0
+        }
         None => false,
     }
 }

@@ -45,6 +45,37 @@ pub struct TaskSample {
     pub latency: Histogram,
 }
 
+impl TaskSample {
+    /// Policy as the kernel reports it (fresh every round, from sched).
+    pub fn policy(&self) -> Option<u32> {
+        self.sched.policy.or(self.stat.and_then(|s| s.policy))
+    }
+
+    /// Nice: derived from the kernel prio for fair tasks (fresh every round), else
+    /// from the last read of stat.
+    pub fn nice(&self) -> Option<i32> {
+        let fair = matches!(self.policy(), Some(0 | 3));
+        match self.sched.prio.and_then(parse::nice_from_prio) {
+            Some(n) if fair => Some(n),
+            _ => self.stat.map(|s| s.nice),
+        }
+    }
+
+    /// RT priority (1..99 for FIFO/RR, else 0): kernel prio = 99 - rt_priority.
+    pub fn rt_priority(&self) -> Option<u32> {
+        match (self.policy(), self.sched.prio) {
+            (Some(1 | 2), Some(prio)) if (0..99).contains(&prio) => Some((99 - prio) as u32),
+            (Some(_), Some(_)) => Some(0),
+            _ => self.stat.and_then(|s| s.rt_priority),
+        }
+    }
+
+    /// The CPU the task last ran on.
+    pub fn last_cpu(&self) -> Option<u32> {
+        self.stat.and_then(|s| s.processor)
+    }
+}
+
 impl Clone for TaskSample {
     fn clone(&self) -> Self {
         let mut out = TaskSample::default();
@@ -90,7 +121,7 @@ pub struct Batch {
 #[derive(Debug)]
 pub enum Command {
     SetInterval(Duration),
-    /// Re-read affinity on the next round (after an affinity change).
+    /// Re-read every file on the next round (after a knob change).
     RefreshStatus,
     /// Replace the task list (after a restart).
     SetTargets(Vec<Target>),
@@ -156,14 +187,14 @@ impl Reader {
         let started = Instant::now();
         batch.t_ns = monotonic_ns();
         batch.seq = self.rounds;
-        let read_status = self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY);
+        let full_read = self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY);
         self.refresh_status = false;
         self.rounds += 1;
         batch
             .tasks
             .resize_with(self.tasks.len(), TaskSample::default);
         for (reader, out) in self.tasks.iter_mut().zip(batch.tasks.iter_mut()) {
-            read_task(reader, read_status, &mut self.buf, self.shm.as_deref());
+            read_task(reader, full_read, &mut self.buf, self.shm.as_deref());
             out.clone_from(&reader.last);
         }
         let sys = &mut batch.system;
@@ -184,7 +215,13 @@ impl Reader {
 
 /// Read one task's files into `reader.last`; marks it dead once its files are gone or
 /// it has become a zombie.
-fn read_task(reader: &mut TaskReader, read_status: bool, buf: &mut Vec<u8>, shm: Option<&Shm>) {
+///
+/// `sched` and `schedstat` are read every round. `stat` (last CPU) is read only when its
+/// field can have changed: the last CPU changes only when the task migrates
+/// (se.nr_migrations moves; a wakeup on another CPU counts). A reaped task fails every
+/// read, which is how an exit shows. Both `stat` and `status` (affinity) are also read
+/// every [`STATUS_EVERY`] rounds and when asked after a knob change.
+fn read_task(reader: &mut TaskReader, full_read: bool, buf: &mut Vec<u8>, shm: Option<&Shm>) {
     let last = &mut reader.last;
     if let (Some(slot), Some(shm)) = (reader.target.slot, shm) {
         if slot < shm.slots() {
@@ -199,22 +236,15 @@ fn read_task(reader: &mut TaskReader, read_status: bool, buf: &mut Vec<u8>, shm:
         last.alive = false;
         return;
     };
-    let mut alive = true;
-    if let Some(f) = &files.stat {
-        match pread_all(f, buf).ok().and_then(parse::parse_stat) {
-            Some(stat) if stat.state == b'Z' || stat.state == b'X' => alive = false,
-            Some(stat) => last.stat = Some(stat),
-            None => alive = false,
+    let prev = last.sched;
+    let mut alive = match files.sched.as_ref().map(|f| pread_all(f, buf)) {
+        Some(Ok(text)) if !text.is_empty() => {
+            last.sched = parse::parse_sched(text);
+            true
         }
-    }
-    if alive {
-        if let Some(f) = &files.sched {
-            match pread_all(f, buf) {
-                Ok(text) if !text.is_empty() => last.sched = parse::parse_sched(text),
-                _ => alive = false,
-            }
-        }
-    }
+        Some(_) => false,
+        None => true,
+    };
     if alive {
         if let Some(f) = &files.schedstat {
             if let Some(s) = pread_all(f, buf).ok().and_then(parse::parse_schedstat) {
@@ -222,7 +252,17 @@ fn read_task(reader: &mut TaskReader, read_status: bool, buf: &mut Vec<u8>, shm:
             }
         }
     }
-    if alive && (read_status || last.cpus_allowed.is_none()) {
+    let migrated = prev.nr_migrations != last.sched.nr_migrations;
+    if alive && (full_read || migrated || last.stat.is_none() || files.sched.is_none()) {
+        if let Some(f) = &files.stat {
+            match pread_all(f, buf).ok().and_then(parse::parse_stat) {
+                Some(stat) if stat.state == b'Z' || stat.state == b'X' => alive = false,
+                Some(stat) => last.stat = Some(stat),
+                None => alive = false,
+            }
+        }
+    }
+    if alive && (full_read || last.cpus_allowed.is_none()) {
         if let Some(f) = &files.status {
             if let Ok(text) = pread_all(f, buf) {
                 let status = parse::parse_status(text);

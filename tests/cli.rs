@@ -1,0 +1,369 @@
+//! The `schedlab` binary as a user runs it: presets, headless runs with JSON and CSV,
+//! bad input, and interruption.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn run_json(args: &[&str]) -> Value {
+    let mut full = vec!["run"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["--json", "-"]);
+    let out = common::schedlab(&full);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+fn task<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no task {name} in {report}"))
+}
+
+#[test]
+fn presets_lists_all_six_and_shows_one() {
+    let out = common::schedlab(&["presets"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "pipe-wakeup",
+        "pipe-affinity",
+        "yield-latency",
+        "rt-throttle",
+        "nice-ladder",
+        "parallel-build",
+    ] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    let out = common::schedlab(&["presets", "rt-throttle"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("fifo.priority = 1"), "{text}");
+    assert!(
+        text.contains("sched_rt_runtime_us"),
+        "teaching note shown:\n{text}"
+    );
+    assert!(text.contains("thread of process rt"), "{text}");
+}
+
+#[test]
+fn json_report_has_the_documented_shape_and_kernel_read_back() {
+    let _guard = common::serial();
+    let r = run_json(&["pipe-wakeup", "--duration", "1s"]);
+    for key in [
+        "preset",
+        "kernel",
+        "cpus",
+        "duration_s",
+        "settings",
+        "tasks",
+        "metrics",
+    ] {
+        assert!(!r[key].is_null(), "missing {key}");
+    }
+    assert_eq!(r["preset"], "pipe-wakeup");
+    assert!(r["duration_s"].as_f64().expect("duration") > 0.8);
+    assert_eq!(r["settings"]["writer.cpus"], "0");
+    for t in r["tasks"].as_array().expect("tasks") {
+        for key in [
+            "name",
+            "pid",
+            "tid",
+            "policy",
+            "nice",
+            "rt_priority",
+            "cpus",
+            "cpu_share",
+            "wait_share",
+            "switches_per_s",
+            "voluntary_per_s",
+            "involuntary_per_s",
+            "migrations_per_s",
+            "progress_per_s",
+            "progress_unit",
+        ] {
+            assert!(t.get(key).is_some(), "task lacks {key}: {t}");
+        }
+        assert_eq!(t["policy"], "other");
+        assert_eq!(t["cpus"], "0");
+    }
+    let writer = task(&r, "writer");
+    assert!(writer["progress_per_s"].as_f64().expect("rate") > 0.0);
+    assert_eq!(writer["progress_unit"], "bytes");
+    assert!(writer["cpu_share"].as_f64().expect("share") > 0.05);
+    let m = &r["metrics"];
+    assert_eq!(m["throughput_unit"], "bytes");
+    assert!(m["throughput_per_s"].as_f64().expect("throughput") > 0.0);
+}
+
+#[test]
+fn batch_pipeline_is_not_wakeup_preempted() {
+    let _guard = common::serial();
+    let other = run_json(&["pipe-wakeup", "--duration", "1.5s"]);
+    let batch = run_json(&["pipe-wakeup", "--duration", "1.5s", "--variant", "batch"]);
+    assert_eq!(task(&batch, "writer")["policy"], "batch");
+    assert_eq!(task(&batch, "reader")["policy"], "batch");
+    let invol = |r: &Value| {
+        task(r, "writer")["involuntary_per_s"]
+            .as_f64()
+            .expect("rate")
+    };
+    // Under OTHER nearly every write preempts the writer; under BATCH almost none does.
+    assert!(
+        invol(&batch) * 5.0 < invol(&other),
+        "writer involuntary switches/s: batch {} vs other {}",
+        invol(&batch),
+        invol(&other)
+    );
+}
+
+#[test]
+fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
+    let _guard = common::serial();
+    let r = run_json(&["rt-throttle", "--duration", "1.2s"]);
+    let fifo = task(&r, "fifo");
+    assert_eq!(
+        (fifo["policy"].as_str(), fifo["rt_priority"].as_u64()),
+        (Some("fifo"), Some(1))
+    );
+    let fair = task(&r, "fair");
+    assert_eq!(
+        (
+            fair["policy"].as_str(),
+            fair["nice"].as_i64(),
+            fair["cpus"].as_str()
+        ),
+        (Some("other"), Some(-20), Some("0"))
+    );
+    assert_eq!(fifo["pid"], fair["pid"], "one process, two threads");
+    assert_ne!(fifo["tid"], fair["tid"]);
+    assert!(
+        fifo["cpu_share"].as_f64().expect("share") > 0.5,
+        "the spinner owns CPU 0"
+    );
+    assert_eq!(r["metrics"]["headline"]["kind"], "share");
+
+    let r = run_json(&[
+        "nice-ladder",
+        "--duration",
+        "1.5s",
+        "--set",
+        "busy.nice=-20..20:4",
+    ]);
+    let tasks = r["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 11);
+    assert_eq!(
+        tasks[10]["nice"], 19,
+        "nice 20 is clamped to 19 by the kernel"
+    );
+    assert!(tasks.iter().all(|t| t["ideal_share"].is_f64()));
+    assert!(r["metrics"]["fairness_error"].as_f64().expect("error") < 0.2);
+
+    let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
+    assert_eq!(task(&r, "yield-0")["policy"], "fifo");
+    assert_eq!(task(&r, "hog-1")["nice"], 10);
+    let lat = &r["metrics"]["latency_ns"];
+    for key in ["min", "p50", "p90", "p99", "p999", "max", "count"] {
+        assert!(lat[key].is_u64(), "latency lacks {key}: {lat}");
+    }
+    assert!(
+        lat["min"].as_u64() <= lat["p50"].as_u64() && lat["p50"].as_u64() <= lat["max"].as_u64()
+    );
+
+    let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
+    assert_eq!(task(&r, "producer")["cpus"], "0");
+    assert_eq!(task(&r, "consumer")["cpus"], "1");
+    assert_eq!(r["metrics"]["throughput_unit"], "loops");
+
+    let r = run_json(&[
+        "parallel-build",
+        "--duration",
+        "30s",
+        "--set",
+        "build.depend_jobs=20",
+        "--set",
+        "build.compile_jobs=4",
+    ]);
+    let stages = r["metrics"]["stages"].as_array().expect("stages");
+    let names: Vec<&str> = stages.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["depend", "compile", "link"]);
+    assert_eq!(stages[0]["jobs"], 20);
+    assert_eq!(
+        task(&r, "build")["state"],
+        "exited",
+        "the build finished before 30 s"
+    );
+    assert!(r["duration_s"].as_f64().expect("duration") < 30.0);
+}
+
+#[test]
+fn csv_has_a_row_per_task_per_sample() {
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("series.csv");
+    let out = common::schedlab(&[
+        "run",
+        "rt-throttle",
+        "--duration",
+        "1s",
+        "--interval",
+        "100ms",
+        "--csv",
+        csv.to_str().expect("utf8"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&csv).expect("csv written");
+    let mut lines = text.lines();
+    let header = lines.next().expect("header");
+    assert!(
+        header.starts_with("t_s,task,pid,tid,policy,nice,cpu,cpu_share,wait_share"),
+        "{header}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    let fifo_rows = rows.iter().filter(|r| r.contains(",fifo,")).count();
+    assert!(
+        fifo_rows >= 8,
+        "about 10 samples of the fifo thread, got {fifo_rows}:\n{text}"
+    );
+    assert!(rows.iter().any(|r| r.contains(",fair,")));
+}
+
+#[test]
+fn bad_input_is_one_line_naming_what_is_allowed_with_exit_code_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(
+        &broken,
+        "name = 'x'\nsummary = 's'\nnote = 'n'\n[metric]\nheadline = 'speed'\ntask = 'a'\n",
+    )
+    .expect("write");
+    let broken = broken.to_str().expect("utf8").to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "pipe-wakeup", "--set", "nobody.nice=1"],
+            "unknown task \"nobody\"",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--set", "writer.colour=red"],
+            "allowed are policy, priority, nice",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--set", "writer.policy=fast"],
+            "other, batch, idle, fifo, rr, deadline",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--set", "writer.nice=99"],
+            "allowed -20..19",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--set", "writer.cpus=7"],
+            "not online here",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--set", "writer"],
+            "TASK.KNOB=VALUE",
+        ),
+        (vec!["run", "no-such-preset"], "available are"),
+        (
+            vec!["run", "pipe-wakeup", "--variant", "turbo"],
+            "its variants are batch",
+        ),
+        (
+            vec!["run", "pipe-wakeup", "--duration", "soon"],
+            "--duration",
+        ),
+        (vec!["run", broken.as_str()], "line 5"),
+        (vec!["presets", "no-such-preset"], "unknown preset"),
+    ];
+    for (args, want) in cases {
+        let out = common::schedlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+    }
+}
+
+fn spawn_run(args: &[&str]) -> std::process::Child {
+    Command::new(common::exe())
+        .arg("run")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn schedlab")
+}
+
+#[test]
+fn sigterm_ends_the_run_cleanly_with_a_report_and_no_workers_left() {
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("r.json");
+    let mut child = spawn_run(&[
+        "nice-ladder",
+        "--duration",
+        "60s",
+        "--json",
+        json.to_str().expect("utf8"),
+    ]);
+    let pid = child.id() as i32;
+    assert!(common::wait_until(
+        Duration::from_secs(5),
+        || common::children(pid).len() == 21
+    ));
+    let workers = common::children(pid);
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("kill");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "exits normally after SIGTERM");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    assert_eq!(report["interrupted"], true);
+    for w in workers {
+        assert!(
+            common::wait_until(Duration::from_secs(2), || !common::alive(w)),
+            "worker {w} survived"
+        );
+    }
+}
+
+#[test]
+fn sigkill_of_schedlab_takes_its_workers_down_too() {
+    let _guard = common::serial();
+    let mut child = spawn_run(&["rt-throttle", "--duration", "60s"]);
+    let pid = child.id() as i32;
+    assert!(common::wait_until(Duration::from_secs(5), || {
+        !common::children(pid).is_empty()
+    }));
+    std::thread::sleep(Duration::from_millis(200));
+    let workers = common::children(pid);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    for w in workers {
+        assert!(
+            common::wait_until(Duration::from_secs(2), || !common::alive(w)),
+            "worker {w} outlived a SIGKILLed schedlab"
+        );
+    }
+}

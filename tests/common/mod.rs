@@ -1,0 +1,65 @@
+//! Helpers shared by the integration tests: the binary, a lock that keeps real
+//! workloads from running side by side, and bounded waits.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The schedlab binary cargo built for these tests.
+pub fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Real workloads pin tasks and run FIFO spinners: one at a time, or they disturb each
+/// other's numbers.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn schedlab(args: &[&str]) -> Output {
+    Command::new(exe())
+        .args(args)
+        .output()
+        .expect("run schedlab")
+}
+
+/// Wait until `f` holds, at most `limit`.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+pub fn alive(pid: i32) -> bool {
+    // A zombie still has /proc/PID; count it as gone.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Direct children of a process (from /proc, all threads).
+pub fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let path = t.path().join("children");
+        if let Ok(s) = std::fs::read_to_string(path) {
+            out.extend(s.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+        }
+    }
+    out
+}

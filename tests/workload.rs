@@ -1,0 +1,155 @@
+//! Every built-in preset runs as real tasks: the kernel reports (through /proc, read
+//! with the procfs crate, independent of schedlab's own parsers) the policy, nice,
+//! priority and affinity the preset asked for, workers make progress, and nothing is
+//! left running afterwards.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use schedlab::cpuset::CpuSet;
+use schedlab::knob::task::{apply, Policy};
+use schedlab::preset::{load, Preset, BUILTIN};
+use schedlab::setting::Setting;
+use schedlab::system::online_cpus;
+use schedlab::workload::Workload;
+
+fn kernel_policy(p: Policy) -> u32 {
+    p.to_kernel()
+}
+
+/// Start `preset`, apply settings, check /proc, stop, check everything is gone.
+fn run_and_check(preset: &Preset) {
+    let online = online_cpus();
+    let specs = preset.tasks(&online).expect("expands");
+    let mut workload = Workload::start(&specs, &common::exe()).expect("starts");
+    for (task, spec) in workload.tasks.iter().zip(&specs) {
+        let errors = apply(&task.name, task.tid, &spec.sched);
+        assert!(errors.is_empty(), "{}: {errors:?}", preset.name);
+    }
+    workload.open_gate();
+    std::thread::sleep(Duration::from_millis(300));
+    let pids: Vec<i32> = workload.tasks.iter().map(|t| t.pid).collect();
+    for (task, spec) in workload.tasks.iter().zip(&specs) {
+        let proc_task = procfs::process::Process::new(task.pid)
+            .and_then(|p| p.task_from_tid(task.tid))
+            .expect("task in /proc");
+        let stat = proc_task.stat().expect("stat");
+        let status = proc_task.status().expect("status");
+        let ctx = format!("{} / {}", preset.name, task.name);
+        assert_eq!(
+            stat.policy,
+            Some(kernel_policy(spec.sched.policy)),
+            "{ctx}: policy"
+        );
+        assert_eq!(
+            stat.rt_priority,
+            Some(spec.sched.priority),
+            "{ctx}: rt priority"
+        );
+        if spec.sched.policy.is_fair() {
+            assert_eq!(stat.nice, spec.sched.nice.min(19) as i64, "{ctx}: nice");
+        }
+        let allowed: CpuSet = status
+            .cpus_allowed_list
+            .expect("Cpus_allowed_list")
+            .iter()
+            .flat_map(|&(a, b)| a..=b)
+            .fold(CpuSet::new(), |mut s, c| {
+                s.insert(c as usize);
+                s
+            });
+        assert_eq!(Some(allowed), spec.sched.cpus, "{ctx}: affinity");
+        if task.kind.is_some() {
+            // A fair task beside a FIFO spinner runs only when RT throttling (or the fair
+            // server) lets it: within one RT period, 1 s.
+            let shm = workload.shm();
+            let moved = common::wait_until(Duration::from_secs(3), || {
+                shm.slot(task.slot).progress.load(Ordering::Relaxed) > 0
+            });
+            assert!(moved, "{ctx}: no progress within 3 s");
+        }
+    }
+    workload.stop();
+    for pid in pids {
+        assert!(
+            common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+            "{}: pid {pid} still running after stop",
+            preset.name
+        );
+    }
+}
+
+#[test]
+fn every_builtin_preset_runs_with_the_settings_it_asks_for() {
+    let _guard = common::serial();
+    for (name, _) in BUILTIN {
+        let preset = load(name).expect("built-in loads");
+        run_and_check(&preset);
+    }
+}
+
+#[test]
+fn overrides_reach_the_kernel() {
+    let _guard = common::serial();
+    let mut p = load("nice-ladder").expect("loads");
+    let sets: Vec<Setting> = [
+        "busy.nice=0..8:4",
+        "busy.policy=batch",
+        "busy.cpus=0",
+        "busy-1.nice=7",
+    ]
+    .iter()
+    .map(|s| s.parse().expect("setting"))
+    .collect();
+    p.apply_all(&sets).expect("applies");
+    run_and_check(&p);
+    let mut y = load("yield-latency").expect("loads");
+    y.apply_all(&[
+        "yield.policy=rr".parse().expect("s"),
+        "yield.priority=20".parse().expect("s"),
+        "hog.count=3".parse().expect("s"),
+    ])
+    .expect("applies");
+    run_and_check(&y);
+}
+
+#[test]
+fn dropping_a_workload_kills_every_task_including_makes_jobs() {
+    let _guard = common::serial();
+    let p = load("parallel-build").expect("loads");
+    let specs = p.tasks(&online_cpus()).expect("expands");
+    let workload = Workload::start(&specs, &common::exe()).expect("starts");
+    workload.open_gate();
+    let make = workload.tasks[0].pid;
+    // Wait until make has children (jobs) running, then drop the workload.
+    assert!(common::wait_until(Duration::from_secs(5), || {
+        !common::children(make).is_empty()
+    }));
+    let jobs = common::children(make);
+    drop(workload);
+    for pid in std::iter::once(make).chain(jobs) {
+        assert!(
+            common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+            "pid {pid} survived"
+        );
+    }
+}
+
+#[test]
+fn a_worker_that_cannot_start_is_reported_with_its_error() {
+    let _guard = common::serial();
+    let text = "name='broken'\nsummary='s'\nnote='n'\n[metric]\nheadline='throughput'\ntask='a'\n[[task]]\nname='a'\ncommand=['/nonexistent/program']\n";
+    let p = Preset::parse(text, "test").expect("parses");
+    let specs = p.tasks(&online_cpus()).expect("expands");
+    let workload = Workload::start(&specs, &common::exe()).expect("the wrapper starts");
+    workload.open_gate();
+    let mut workload = workload;
+    assert!(common::wait_until(Duration::from_secs(5), || workload.all_exited()));
+    assert!(
+        workload.log_tail().contains("/nonexistent/program"),
+        "{}",
+        workload.log_tail()
+    );
+}
