@@ -27,6 +27,19 @@ pub enum Cmd {
     },
     /// Run a preset headless for a while and print what happened.
     Run(RunArgs),
+    /// Run a preset once per value of one knob and print a row per value.
+    Sweep(SweepArgs),
+    /// Every system knob: current value, allowed values, writable here or why not.
+    Knobs {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Mount debugfs for this command (unmounted again at exit) to show features.
+        #[arg(long)]
+        mount_debugfs: bool,
+    },
+    /// Restore knobs left changed by a schedlab that died (SIGKILL, crash, power cut).
+    Restore,
     /// (internal) A worker process: runs worker threads for a run.
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -62,6 +75,43 @@ pub enum Cmd {
     },
 }
 
+/// Flags about system knobs, shared by run and sweep.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SystemArgs {
+    /// Mount debugfs for this run (unmounted again at exit).
+    #[arg(long)]
+    pub mount_debugfs: bool,
+    /// Allow sys.rt_runtime_us=-1 (no RT throttling) while RT spinners run. A FIFO
+    /// spinner on every CPU can then freeze the machine until the run ends.
+    #[arg(long)]
+    pub allow_unthrottled_rt: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SweepArgs {
+    /// Preset name or path.
+    pub preset: String,
+    /// The knob and its values: KNOB=V1,V2,... or KNOB=FROM..TO:STEP, e.g.
+    /// sys.rt_runtime_us=200000..700000:100000 or writer.policy=other,batch.
+    #[arg(long, value_name = "KNOB=VALUES")]
+    pub knob: String,
+    /// How long each value runs.
+    #[arg(long, default_value = "5s")]
+    pub duration: String,
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    /// Settings applied to every run of the sweep (TASK.KNOB=VALUE, repeatable).
+    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
+    pub set: Vec<String>,
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Write the sweep as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    #[command(flatten)]
+    pub system: SystemArgs,
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
     /// Preset name (see `schedlab presets`) or path to a preset TOML file.
@@ -86,4 +136,10 @@ pub struct RunArgs {
     /// Write the sampled time series as CSV (one row per task per sample).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Change a knob in the middle of the run: TIME:TASK.KNOB=VALUE (repeatable), e.g.
+    /// 5s:writer.policy=batch or 2s:sys.rt_runtime_us=600000.
+    #[arg(long = "at", value_name = "TIME:KNOB=VALUE")]
+    pub at: Vec<String>,
+    #[command(flatten)]
+    pub system: SystemArgs,
 }

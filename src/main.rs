@@ -5,15 +5,18 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use schedlab::cli::{Cli, Cmd, RunArgs};
+use schedlab::cli::{Cli, Cmd, RunArgs, SweepArgs, SystemArgs};
+use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
 use schedlab::run::{run, RunOptions};
-use schedlab::setting::{parse_duration, Setting};
+use schedlab::session::{split, SystemKnobs};
+use schedlab::setting::{parse_at, parse_duration, parse_sweep, Setting};
 use schedlab::workload::{spawn::remove_stale_run_dirs, workers};
 
 /// Bad input: the user can fix it (exit code 2).
@@ -33,6 +36,17 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Workers are schedlab too; only the controller owns the journal.
+    let controller = !matches!(
+        cli.command,
+        Some(Cmd::Worker { .. } | Cmd::Exec { .. } | Cmd::Job { .. })
+    );
+    if controller {
+        install_panic_hook();
+        if !matches!(cli.command, Some(Cmd::Restore)) {
+            restore_stale_journal();
+        }
+    }
     let result = match cli.command {
         None => cmd_run(RunArgs {
             preset: preset::DEFAULT_PRESET.into(),
@@ -42,9 +56,17 @@ fn main() -> ExitCode {
             variant: None,
             json: None,
             csv: None,
+            at: Vec::new(),
+            system: SystemArgs::default(),
         }),
         Some(Cmd::Presets { name }) => cmd_presets(name.as_deref()),
         Some(Cmd::Run(args)) => cmd_run(args),
+        Some(Cmd::Sweep(args)) => cmd_sweep(args),
+        Some(Cmd::Knobs {
+            json,
+            mount_debugfs,
+        }) => cmd_knobs(json, mount_debugfs),
+        Some(Cmd::Restore) => cmd_restore(),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
             .and_then(|t: Vec<workers::ThreadSpec>| workers::worker_main(&shm, &t)),
@@ -66,6 +88,64 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("schedlab: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// On a panic, put every journaled knob back before anything else (the hook runs
+/// before unwinding, and a panic may never unwind to the Journal's Drop).
+fn install_panic_hook() {
+    let path = journal::default_path();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        for r in journal::restore_own(&path) {
+            eprintln!("schedlab: {r}");
+        }
+        previous(info);
+    }));
+}
+
+/// A journal left by a schedlab that died: restore it now, and say so.
+fn restore_stale_journal() {
+    match journal::restore_stale(&journal::default_path()) {
+        Ok(Some((pid, restored))) => {
+            eprintln!(
+                "schedlab: an earlier schedlab (pid {pid}) left knobs changed; restoring them:"
+            );
+            for r in restored {
+                eprintln!("schedlab:   {r}");
+            }
+        }
+        Ok(None) => {}
+        // Another schedlab is running: it restores its own knobs.
+        Err(_) => {}
+    }
+}
+
+fn cmd_restore() -> Result<()> {
+    let path = journal::default_path();
+    match journal::restore_stale(&path)? {
+        None => emit(&format!(
+            "nothing to restore: no journal at {}\n",
+            path.display()
+        )),
+        Some((pid, restored)) => {
+            let mut out = format!(
+                "restored what schedlab pid {pid} left changed ({}):\n",
+                path.display()
+            );
+            let failed = restored.iter().filter(|r| r.result.is_err()).count();
+            for r in &restored {
+                writeln!(out, "  {r}")?;
+            }
+            emit(&out)?;
+            if failed > 0 {
+                anyhow::bail!(
+                    "{failed} value(s) could not be restored; the journal stays at {}",
+                    path.display()
+                );
+            }
+            Ok(())
         }
     }
 }
@@ -96,13 +176,13 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
             }
         }
         if let Some(dir) = preset::user_dir() {
-            let _ = writeln!(out, "\nYour own presets go in {}", dir.display());
+            writeln!(out, "\nYour own presets go in {}", dir.display())?;
         }
         return emit(&out);
     };
     let p = load_preset(name)?;
-    let _ = writeln!(out, "{} - {}\n(source: {})\n", p.name, p.summary, p.source);
-    let _ = writeln!(out, "Tasks:");
+    writeln!(out, "{} - {}\n(source: {})\n", p.name, p.summary, p.source)?;
+    writeln!(out, "Tasks:")?;
     for g in &p.groups {
         let count = if g.count == 1 {
             String::new()
@@ -119,15 +199,15 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         if let Some(s) = &g.process {
             links.push(format!("thread of process {s}"));
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "  {}{count}: {} {}",
             g.name,
             g.program.describe(),
             links.join(" ")
-        );
+        )?;
     }
-    let _ = writeln!(out, "\nKnobs (--set TASK.KNOB=VALUE):");
+    writeln!(out, "\nKnobs (--set TASK.KNOB=VALUE):")?;
     let focus: Vec<&str> = p.focus.iter().map(String::as_str).collect();
     for (k, v) in p.knob_table() {
         let star = if focus.contains(&k.as_str()) {
@@ -135,7 +215,7 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         } else {
             " "
         };
-        let _ = writeln!(out, "  {star} {k} = {v}");
+        writeln!(out, "  {star} {k} = {v}")?;
     }
     let sys: Vec<&str> = focus
         .iter()
@@ -143,47 +223,150 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         .filter(|f| f.starts_with("sys."))
         .collect();
     if !sys.is_empty() {
-        let _ = writeln!(out, "  * system knobs that matter here: {}", sys.join(", "));
+        writeln!(
+            out,
+            "  * system knobs that matter here: {} (see `schedlab knobs`)",
+            sys.join(", ")
+        )?;
     }
-    let _ = writeln!(out, "  (* = the knobs this experiment is about)");
-    let _ = writeln!(
+    writeln!(out, "  (* = the knobs this experiment is about)")?;
+    writeln!(
         out,
         "\nHeadline metric: {:?} of {}",
         p.headline, p.metric_task
-    );
+    )?;
     if !p.variants.is_empty() {
-        let _ = writeln!(out, "\nVariants (--variant NAME):");
+        writeln!(out, "\nVariants (--variant NAME):")?;
         for v in &p.variants {
             let sets: Vec<String> = v.set.iter().map(Setting::to_string).collect();
-            let _ = writeln!(out, "  {:<10} {} [{}]", v.name, v.summary, sets.join(" "));
+            writeln!(out, "  {:<12} {} [{}]", v.name, v.summary, sets.join(" "))?;
         }
     }
-    let _ = writeln!(out, "\n{}", p.note);
+    writeln!(out, "\n{}", p.note)?;
     emit(&out)
 }
 
-fn cmd_run(args: RunArgs) -> Result<()> {
-    let mut p = load_preset(&args.preset)?;
-    let duration = parse_duration(&args.duration).map_err(|e| usage(format!("--duration: {e}")))?;
-    let interval = parse_duration(&args.interval).map_err(|e| usage(format!("--interval: {e}")))?;
-    if interval.as_millis() < 10 || interval.as_secs() > 60 {
-        return Err(usage(format!(
-            "--interval {}: allowed 10ms..60s",
-            args.interval
-        )));
+fn cmd_knobs(json: bool, mount_debugfs: bool) -> Result<()> {
+    let mut system = SystemKnobs::new(journal::default_path());
+    if mount_debugfs {
+        system.mount_debugfs().map_err(anyhow::Error::msg)?;
+    }
+    let knobs = sys::list(&system.probe);
+    let per_task = per_task_knobs(&system.probe);
+    if json {
+        let value = serde_json::json!({ "system": knobs, "task": per_task });
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&value)?));
+    }
+    let mut out = String::from("System knobs (--set sys.NAME=VALUE):\n");
+    for k in &knobs {
+        let value = k.value.clone().unwrap_or_else(|| "?".into());
+        let state = match (&k.writable, &k.why_not) {
+            (true, _) => "writable".to_string(),
+            (false, Some(why)) => format!("read-only: {why}"),
+            (false, None) => "read-only".to_string(),
+        };
+        writeln!(out, "  {:<32} {:<12} {state}", k.name, value)?;
+        if k.writable {
+            writeln!(out, "  {:<32} allowed: {}", "", k.allowed)?;
+        }
+    }
+    if let Some((_, source)) = sys::read_features(&system.probe) {
+        writeln!(out, "  (features: {source})")?;
+    }
+    writeln!(
+        out,
+        "\nPer-task knobs (--set TASK.KNOB=VALUE, or live in the TUI):"
+    )?;
+    for k in &per_task {
+        let state = match &k.why_not {
+            None => "available".to_string(),
+            Some(why) => format!("unavailable: {why}"),
+        };
+        writeln!(out, "  {:<12} {:<58} {state}", k.name, k.allowed)?;
+    }
+    emit(&out)
+}
+
+/// Per-task knobs and whether this machine lets you use them.
+fn per_task_knobs(probe: &sys::Probe) -> Vec<sys::KnobInfo> {
+    let root = |why: &str| (!probe.root).then(|| why.to_string());
+    let rows: [(&str, &str, Option<String>); 8] = [
+        (
+            "policy",
+            "other, batch, idle, fifo, rr, deadline",
+            root("fifo, rr and deadline need root or CAP_SYS_NICE"),
+        ),
+        (
+            "priority",
+            "1..99 (fifo, rr)",
+            root("needs root or CAP_SYS_NICE"),
+        ),
+        (
+            "nice",
+            "-20..19",
+            root("lowering nice needs root or CAP_SYS_NICE"),
+        ),
+        ("cpus", "a CPU list (0-1,3) or all", None),
+        (
+            "slice",
+            "0.1ms..100ms or default (fair tasks)",
+            probe.slice_reason(),
+        ),
+        (
+            "runtime",
+            "deadline runtime/deadline/period, e.g. 2ms",
+            root("SCHED_DEADLINE needs root"),
+        ),
+        ("uclamp_min", "0..1024", probe.uclamp_reason()),
+        ("uclamp_max", "0..1024", probe.uclamp_reason()),
+    ];
+    rows.into_iter()
+        .map(|(name, allowed, why)| sys::KnobInfo {
+            name: name.into(),
+            value: None,
+            allowed: allowed.into(),
+            writable: why.is_none(),
+            why_not: why,
+            path: None,
+            help: String::new(),
+        })
+        .collect()
+}
+
+/// Everything `run` and `sweep` share: the preset with its overrides, timing, signals.
+struct Prepared {
+    preset: Preset,
+    opts: RunOptions,
+    system: SystemKnobs,
+}
+
+fn prepare(
+    preset: &str,
+    variant: Option<&str>,
+    sets: &[String],
+    duration: &str,
+    interval: &str,
+    system_args: &SystemArgs,
+) -> Result<Prepared> {
+    let mut p = load_preset(preset)?;
+    let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
+    let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
+    if interval_d < Duration::from_millis(10) || interval_d > Duration::from_secs(60) {
+        return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
     }
     let mut overrides = Vec::new();
     let mut settings = Vec::new();
-    if let Some(v) = &args.variant {
+    if let Some(v) = variant {
         let variant = p.variant(v).map_err(usage)?;
         settings.extend(variant.set.iter().cloned());
         overrides.push(format!("--variant {v}"));
     }
-    for s in &args.set {
+    for s in sets {
         settings.push(s.parse::<Setting>().map_err(usage)?);
         overrides.push(format!("--set {s}"));
     }
-    p.apply_all(&settings).map_err(usage)?;
+    let (task_sets, system_sets) = split(&settings).map_err(usage)?;
+    p.apply_all(&task_sets).map_err(usage)?;
     p.tasks(&schedlab::system::online_cpus()).map_err(usage)?;
 
     remove_stale_run_dirs();
@@ -199,11 +382,73 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     }
     let mut opts = RunOptions::new(exe);
     opts.duration = duration;
-    opts.interval = interval;
-    opts.csv = args.csv.clone();
+    opts.interval = interval_d;
     opts.stop = stop;
     opts.overrides = overrides;
-    let report = run(&p, &opts)?;
+    opts.system_sets = system_sets;
+    let mut system = SystemKnobs::new(journal::default_path());
+    system.allow_unthrottled_rt = system_args.allow_unthrottled_rt;
+    if system_args.mount_debugfs {
+        system.mount_debugfs().map_err(anyhow::Error::msg)?;
+    }
+    Ok(Prepared {
+        preset: p,
+        opts,
+        system,
+    })
+}
+
+/// Restore the journal and say what could not be restored.
+fn finish(mut system: SystemKnobs) -> Result<()> {
+    let failed: Vec<String> = system
+        .restore()
+        .iter()
+        .filter(|r| r.result.is_err())
+        .map(|r| r.to_string())
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{}; the journal stays at {} for `schedlab restore`",
+            failed.join("; "),
+            system.journal_path().display()
+        )
+    }
+}
+
+fn cmd_run(args: RunArgs) -> Result<()> {
+    let mut at = Vec::new();
+    for a in &args.at {
+        at.push(parse_at(a).map_err(usage)?);
+    }
+    let Prepared {
+        preset,
+        mut opts,
+        mut system,
+    } = prepare(
+        &args.preset,
+        args.variant.as_deref(),
+        &args.set,
+        &args.duration,
+        &args.interval,
+        &args.system,
+    )?;
+    for (_, s) in &at {
+        schedlab::session::route(s).map_err(usage)?;
+        if s.target != "sys" {
+            preset
+                .clone()
+                .apply_all(std::slice::from_ref(s))
+                .map_err(usage)?;
+        }
+    }
+    opts.at = at;
+    opts.csv = args.csv.clone();
+    let result = run(&preset, &opts, &mut system);
+    let restored = finish(system);
+    let report = result?;
+    restored?;
     match args.json.as_deref() {
         Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
         Some(path) => {
@@ -212,5 +457,44 @@ fn cmd_run(args: RunArgs) -> Result<()> {
             emit(&render_table(&report))
         }
         None => emit(&render_table(&report)),
+    }
+}
+
+fn cmd_sweep(args: SweepArgs) -> Result<()> {
+    let (knob, values) = parse_sweep(&args.knob).map_err(usage)?;
+    let Prepared {
+        preset,
+        opts,
+        mut system,
+    } = prepare(
+        &args.preset,
+        args.variant.as_deref(),
+        &args.set,
+        &args.duration,
+        &args.interval,
+        &args.system,
+    )?;
+    for v in &values {
+        let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
+        schedlab::session::route(&s).map_err(usage)?;
+        if s.target != "sys" {
+            preset
+                .clone()
+                .apply_all(std::slice::from_ref(&s))
+                .map_err(usage)?;
+        }
+    }
+    let result = schedlab::sweep::sweep(&preset, &knob, &values, &opts, &mut system);
+    let restored = finish(system);
+    let report = result?;
+    restored?;
+    match args.json.as_deref() {
+        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
+        Some(path) => {
+            std::fs::write(path, serde_json::to_string_pretty(&report)?)
+                .with_context(|| format!("writing {path}"))?;
+            emit(&schedlab::sweep::render(&report))
+        }
+        None => emit(&schedlab::sweep::render(&report)),
     }
 }

@@ -8,6 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
+use crate::knob::cgroup;
 use crate::knob::task::{Deadline, Policy, SchedSettings};
 use crate::setting::{parse_duration, NiceLadder, Setting};
 use crate::workload::kinds::{check_param, kind_name, resolve_params, WorkerKind};
@@ -31,6 +32,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "parallel-build",
         include_str!("../presets/parallel-build.toml"),
+    ),
+    (
+        "cgroup-fairness",
+        include_str!("../presets/cgroup-fairness.toml"),
     ),
 ];
 
@@ -64,6 +69,9 @@ struct RawPreset {
     tasks: Vec<RawTask>,
     #[serde(default, rename = "variant")]
     variants: Vec<RawVariant>,
+    /// cgroups the preset creates: name -> cpu controller knob -> value.
+    #[serde(default)]
+    cgroup: BTreeMap<String, BTreeMap<String, toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +109,7 @@ struct RawTask {
     stdin: Option<String>,
     stdout: Option<String>,
     process: Option<String>,
+    cgroup: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -187,9 +196,13 @@ pub struct TaskGroup {
     pub dl_runtime_ns: Option<u64>,
     pub dl_deadline_ns: Option<u64>,
     pub dl_period_ns: Option<u64>,
+    pub uclamp_min: Option<u32>,
+    pub uclamp_max: Option<u32>,
     pub stdin: Option<String>,
     pub stdout: Option<String>,
     pub process: Option<String>,
+    /// The preset cgroup the group's tasks run in.
+    pub cgroup: Option<String>,
     /// Settings aimed at one instance (`hog-1.nice=5`), by instance index.
     pub instance_overrides: BTreeMap<usize, Vec<Setting>>,
 }
@@ -213,6 +226,8 @@ pub struct Preset {
     pub metric_task: String,
     pub groups: Vec<TaskGroup>,
     pub variants: Vec<Variant>,
+    /// cgroups the preset creates for its tasks: name -> knob -> value (validated).
+    pub cgroups: BTreeMap<String, BTreeMap<String, String>>,
     /// "built-in" or the file it came from.
     pub source: String,
 }
@@ -228,6 +243,7 @@ pub struct TaskSpec {
     pub stdin: Option<String>,
     pub stdout: Option<String>,
     pub process: Option<String>,
+    pub cgroup: Option<String>,
 }
 
 /// The knobs every task group has, besides its worker kind's parameters.
@@ -294,6 +310,25 @@ impl Preset {
                 summary: v.summary,
             });
         }
+        let mut cgroups = BTreeMap::new();
+        for (name, knobs) in raw.cgroup {
+            if !valid_name(&name) {
+                return Err(format!(
+                    "cgroup name \"{name}\" is not allowed: use letters, digits, '-' and '_'"
+                ));
+            }
+            let mut values = BTreeMap::new();
+            for (knob, v) in knobs {
+                let text = match v {
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                let normal =
+                    cgroup::validate(&knob, &text).map_err(|e| format!("[cgroup.{name}]: {e}"))?;
+                values.insert(knob, normal);
+            }
+            cgroups.insert(name, values);
+        }
         let preset = Preset {
             name: raw.name,
             summary: raw.summary.trim().to_string(),
@@ -303,6 +338,7 @@ impl Preset {
             metric_task: raw.metric.task,
             groups,
             variants,
+            cgroups,
             source: source.to_string(),
         };
         preset.validate()?;
@@ -373,6 +409,18 @@ impl Preset {
             ));
         }
         self.validate_connections()?;
+        for g in &self.groups {
+            if let Some(c) = &g.cgroup {
+                if !self.cgroups.contains_key(c) {
+                    let names: Vec<&str> = self.cgroups.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "task \"{}\": cgroup \"{c}\" is not defined; add a [cgroup.{c}] table (defined: {})",
+                        g.name,
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -482,8 +530,11 @@ impl Preset {
     pub fn apply(&mut self, s: &Setting) -> Result<(), String> {
         if s.target == "sys" {
             return Err(format!(
-                "{s}: system knobs (sys.*) are changed with the knob layer, which this build lacks; per-task knobs are {TASK_KNOBS}"
+                "{s}: system knobs (sys.*) are not preset settings; they go through the knob layer"
             ));
+        }
+        if s.target == "cgroup" {
+            return self.apply_cgroup(s);
         }
         if let Some(g) = self.groups.iter_mut().find(|g| g.name == s.target) {
             return g.apply(&s.knob, &s.value).map_err(|e| format!("{s}: {e}"));
@@ -528,6 +579,30 @@ impl Preset {
             .entry(idx)
             .or_default()
             .push(s.clone());
+        Ok(())
+    }
+
+    /// `cgroup.NAME.KNOB=VALUE`: a value for one of the preset's cgroups.
+    fn apply_cgroup(&mut self, s: &Setting) -> Result<(), String> {
+        let names: Vec<String> = self.cgroups.keys().cloned().collect();
+        let Some((group, knob)) = s.knob.split_once('.') else {
+            return Err(format!(
+                "{s}: expected cgroup.NAME.KNOB=VALUE (knobs: {})",
+                cgroup::KNOBS
+            ));
+        };
+        let Some(values) = self.cgroups.get_mut(group) else {
+            return Err(format!(
+                "{s}: unknown cgroup \"{group}\": this preset's cgroups are {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        };
+        let normal = cgroup::validate(knob, &s.value).map_err(|e| format!("{s}: {e}"))?;
+        values.insert(knob.to_string(), normal);
         Ok(())
     }
 
@@ -592,6 +667,7 @@ impl Preset {
                     stdin: g.stdin.clone(),
                     stdout: g.stdout.clone(),
                     process: g.process.clone(),
+                    cgroup: g.cgroup.clone(),
                 });
             }
         }
@@ -627,6 +703,14 @@ impl Preset {
                 for (k, v) in params {
                     rows.push((format!("{n}.{k}"), v.to_string()));
                 }
+            }
+            if let Some(c) = &g.cgroup {
+                rows.push((format!("{n}.cgroup"), c.clone()));
+            }
+        }
+        for (name, values) in &self.cgroups {
+            for (k, v) in values {
+                rows.push((format!("cgroup.{name}.{k}"), v.clone()));
             }
         }
         rows
@@ -700,9 +784,12 @@ fn group_from_raw(t: RawTask) -> Result<TaskGroup, String> {
         dl_runtime_ns: opt_ns("runtime", &t.runtime)?,
         dl_deadline_ns: opt_ns("deadline", &t.deadline)?,
         dl_period_ns: opt_ns("period", &t.period)?,
+        uclamp_min: None,
+        uclamp_max: None,
         stdin: t.stdin,
         stdout: t.stdout,
         process: t.process,
+        cgroup: t.cgroup,
         instance_overrides: BTreeMap::new(),
     })
 }
@@ -728,6 +815,8 @@ impl TaskGroup {
             },
             slice_ns: self.slice_ns,
             deadline,
+            uclamp_min: self.uclamp_min,
+            uclamp_max: self.uclamp_max,
         }
     }
 
@@ -793,6 +882,18 @@ impl TaskGroup {
                     ));
                 }
                 self.slice_ns = (ns != 0).then_some(ns);
+            }
+            "uclamp_min" | "uclamp_max" => {
+                let v: u32 = value
+                    .parse()
+                    .ok()
+                    .filter(|v| *v <= 1024)
+                    .ok_or_else(|| format!("bad {knob} \"{value}\": allowed 0..1024"))?;
+                if knob == "uclamp_min" {
+                    self.uclamp_min = Some(v);
+                } else {
+                    self.uclamp_max = Some(v);
+                }
             }
             "runtime" => self.dl_runtime_ns = Some(duration_ns("runtime", value)?),
             "deadline" => self.dl_deadline_ns = Some(duration_ns("deadline", value)?),

@@ -97,7 +97,18 @@ pub struct RunReport {
     pub metrics: Metrics,
     /// Settings the kernel refused (the run went on without them).
     pub warnings: Vec<String>,
+    /// Knob changes during the run (`--at`), with the kernel's answer.
+    pub events: Vec<EventReport>,
     pub interrupted: bool,
+}
+
+/// A knob change during a run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct EventReport {
+    pub t_s: f64,
+    pub setting: String,
+    pub result: String,
+    pub ok: bool,
 }
 
 /// `1.2k`, `3.4M`: short numbers for a table.
@@ -247,6 +258,9 @@ pub fn render_table(r: &RunReport) -> String {
             l.count
         );
     }
+    for e in &r.events {
+        let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
+    }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -254,23 +268,48 @@ pub fn render_table(r: &RunReport) -> String {
     out
 }
 
-/// One row of the CSV time series.
+/// One row of the CSV time series: a task's sample, or (with `event` set and the
+/// numbers empty) a knob change at that moment.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CsvRow<'a> {
     pub t_s: f64,
     pub task: &'a str,
-    pub pid: i32,
-    pub tid: i32,
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
     pub policy: &'a str,
     pub nice: Option<i32>,
     pub cpu: Option<u32>,
-    pub cpu_share: f64,
+    pub cpu_share: Option<f64>,
     pub wait_share: Option<f64>,
-    pub switches_per_s: f64,
-    pub voluntary_per_s: f64,
-    pub involuntary_per_s: f64,
+    pub switches_per_s: Option<f64>,
+    pub voluntary_per_s: Option<f64>,
+    pub involuntary_per_s: Option<f64>,
     pub migrations_per_s: Option<f64>,
-    pub progress_per_s: f64,
+    pub progress_per_s: Option<f64>,
+    pub event: String,
+}
+
+impl<'a> CsvRow<'a> {
+    /// The row that marks a knob change.
+    pub fn event(e: &EventReport, target: &'a str) -> CsvRow<'a> {
+        CsvRow {
+            t_s: (e.t_s * 1000.0).round() / 1000.0,
+            task: target,
+            pid: None,
+            tid: None,
+            policy: "",
+            nice: None,
+            cpu: None,
+            cpu_share: None,
+            wait_share: None,
+            switches_per_s: None,
+            voluntary_per_s: None,
+            involuntary_per_s: None,
+            migrations_per_s: None,
+            progress_per_s: None,
+            event: format!("{} ({})", e.setting, e.result),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,13 +10,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
-use crate::knob::task::{apply, Policy};
+use crate::knob::sys::SysKnob;
+use crate::knob::task::Policy;
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::report::{
-    ns, rate, CpuReport, CsvRow, Headline, Metrics, RunReport, StageReport, TaskReport,
+    ns, rate, CpuReport, CsvRow, EventReport, Headline, Metrics, RunReport, StageReport, TaskReport,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, Target, TaskSample};
+use crate::session::{Session, SystemKnobs};
+use crate::setting::Setting;
 use crate::store::{Store, TaskRates};
 use crate::workload::histogram::Histogram;
 use crate::workload::kinds::WorkerKind;
@@ -36,6 +39,10 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// What the user asked for on the command line, for the report.
     pub overrides: Vec<String>,
+    /// System knobs to set before the gate opens.
+    pub system_sets: Vec<(SysKnob, Setting)>,
+    /// Knob changes in the middle of the run, by time since start.
+    pub at: Vec<(Duration, Setting)>,
 }
 
 impl RunOptions {
@@ -47,22 +54,19 @@ impl RunOptions {
             csv: None,
             stop: Arc::new(AtomicBool::new(false)),
             overrides: Vec::new(),
+            system_sets: Vec::new(),
+            at: Vec::new(),
         }
     }
 }
 
-/// Run `preset` (overrides already applied) and report what happened.
-pub fn run(preset: &Preset, opts: &RunOptions) -> Result<RunReport> {
-    let online = crate::system::online_cpus();
-    let specs = preset.tasks(&online).map_err(anyhow::Error::msg)?;
-    let mut workload = Workload::start(&specs, &opts.exe)?;
-    let mut warnings = Vec::new();
-    for (task, spec) in workload.tasks.iter().zip(&specs) {
-        for e in apply(&task.name, task.tid, &spec.sched) {
-            warnings.push(format!("{e}; running without it"));
-        }
-    }
-    let targets: Vec<Target> = workload
+/// Run `preset` (task overrides already applied) and report what happened. System
+/// knobs go through `sys`, whose journal restores them when the caller is done.
+pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<RunReport> {
+    let (mut session, warnings) =
+        Session::start(preset.clone(), &opts.system_sets, &opts.exe, sys)?;
+    let targets: Vec<Target> = session
+        .workload
         .tasks
         .iter()
         .enumerate()
@@ -83,9 +87,17 @@ pub fn run(preset: &Preset, opts: &RunOptions) -> Result<RunReport> {
         ),
         None => None,
     };
+    let mut pending: Vec<(Duration, Setting)> = opts.at.clone();
+    pending.sort_by_key(|(t, _)| *t);
+    pending.reverse();
+    let mut events = Vec::new();
 
-    workload.open_gate();
-    let sampler = Sampler::spawn(targets, Some(workload.shm()), opts.interval)
+    session.open_gate();
+    // Fault injection for the tests of the panic path (tests/knobs.rs).
+    if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
+        panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
+    }
+    let sampler = Sampler::spawn(targets, Some(session.workload.shm()), opts.interval)
         .context("starting the sampler thread")?;
     let started = Instant::now();
     let mut interrupted = false;
@@ -94,7 +106,7 @@ pub fn run(preset: &Preset, opts: &RunOptions) -> Result<RunReport> {
         if let Some(batch) = sampler.recv_timeout(Duration::from_millis(20)) {
             let points = store.push(&batch);
             if let Some(w) = csv.as_mut() {
-                write_csv(w, &workload.tasks, &batch.tasks, &points)?;
+                write_csv(w, &session.workload.tasks, &batch.tasks, &points)?;
             }
             sampler.recycle(batch);
             if final_requested {
@@ -104,23 +116,53 @@ pub fn run(preset: &Preset, opts: &RunOptions) -> Result<RunReport> {
         if final_requested {
             continue;
         }
+        while pending.last().is_some_and(|(t, _)| started.elapsed() >= *t) {
+            let Some((_, setting)) = pending.pop() else {
+                break;
+            };
+            let t_s = store
+                .start_ns
+                .map_or(0.0, |_| started.elapsed().as_secs_f64());
+            let result = session.apply(&setting, sys);
+            sampler.send(Command::RefreshStatus);
+            let event = EventReport {
+                t_s,
+                setting: setting.to_string(),
+                result: match &result {
+                    Ok(v) => format!("ok: {v}"),
+                    Err(e) => format!("refused: {e}"),
+                },
+                ok: result.is_ok(),
+            };
+            if let Some(w) = csv.as_mut() {
+                w.serialize(CsvRow::event(&event, &setting.target))?;
+            }
+            events.push(event);
+        }
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
         }
-        if interrupted || started.elapsed() >= opts.duration || workload.all_exited() {
+        if interrupted || started.elapsed() >= opts.duration || session.workload.all_exited() {
             // One more round so the run ends on a fresh sample.
             sampler.send(Command::SampleNow);
             final_requested = true;
         }
     }
     drop(sampler);
-    workload.stop();
+    session.workload.stop();
     if let Some(w) = csv.as_mut() {
         w.flush()?;
     }
-    let mut report = build_report(preset, opts, &workload, &store, &online);
+    let mut report = build_report(
+        &session.preset,
+        opts,
+        &session.workload,
+        &store,
+        &session.online,
+    );
     report.warnings = warnings;
     report.interrupted = interrupted;
+    report.events = events;
     Ok(report)
 }
 
@@ -137,18 +179,19 @@ fn write_csv<W: std::io::Write>(
         w.serialize(CsvRow {
             t_s: (r.t_s * 1000.0).round() / 1000.0,
             task: &task.name,
-            pid: task.pid,
-            tid: task.tid,
+            pid: Some(task.pid),
+            tid: Some(task.tid),
             policy: sample.policy().map_or("unknown", policy_name),
             nice: sample.nice(),
             cpu: r.cpu,
-            cpu_share: r.cpu_share,
+            cpu_share: Some(r.cpu_share),
             wait_share: r.wait_share,
-            switches_per_s: r.switches_per_s,
-            voluntary_per_s: r.voluntary_per_s,
-            involuntary_per_s: r.involuntary_per_s,
+            switches_per_s: Some(r.switches_per_s),
+            voluntary_per_s: Some(r.voluntary_per_s),
+            involuntary_per_s: Some(r.involuntary_per_s),
             migrations_per_s: r.migrations_per_s,
-            progress_per_s: r.progress_per_s,
+            progress_per_s: Some(r.progress_per_s),
+            event: String::new(),
         })?;
     }
     Ok(())
@@ -403,6 +446,7 @@ fn build_report(
             headline,
         },
         warnings: Vec::new(),
+        events: Vec::new(),
         interrupted: false,
     }
 }

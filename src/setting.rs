@@ -59,6 +59,60 @@ pub fn parse_list(s: &str) -> Result<Vec<Setting>, String> {
     parts.iter().map(|p| p.parse()).collect()
 }
 
+/// `5s:writer.policy=batch` -> (5 s, the setting).
+pub fn parse_at(s: &str) -> Result<(Duration, Setting), String> {
+    let (time, setting) = s.split_once(':').ok_or_else(|| {
+        format!("bad --at \"{s}\": expected TIME:TASK.KNOB=VALUE, e.g. 5s:writer.policy=batch")
+    })?;
+    Ok((
+        parse_duration(time).map_err(|e| format!("--at {s}: {e}"))?,
+        setting.parse()?,
+    ))
+}
+
+/// A sweep: `KNOB=V1,V2,...` or `KNOB=FROM..TO:STEP` (whole numbers) -> (knob, values).
+pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), String> {
+    let bad = || {
+        format!("bad --knob \"{s}\": expected KNOB=V1,V2,... or KNOB=FROM..TO:STEP, e.g. sys.rt_runtime_us=200000..700000:100000")
+    };
+    let (knob, values) = s.split_once('=').ok_or_else(bad)?;
+    if !knob.contains('.') || values.is_empty() {
+        return Err(bad());
+    }
+    if let Some((from, rest)) = values.split_once("..") {
+        let (to, step) = rest.split_once(':').unwrap_or((rest, "1"));
+        let (from, to, step) = match (
+            from.trim().parse::<i64>(),
+            to.trim().parse::<i64>(),
+            step.trim().parse::<i64>(),
+        ) {
+            (Ok(f), Ok(t), Ok(st)) if st > 0 && f <= t => (f, t, st),
+            _ => return Err(bad()),
+        };
+        let values: Vec<String> = (0..)
+            .map(|i: i64| from + i * step)
+            .take_while(|v| *v <= to)
+            .take(1001)
+            .map(|v| v.to_string())
+            .collect();
+        if values.len() > 1000 {
+            return Err(format!(
+                "--knob {s}: more than 1000 values; use a larger step"
+            ));
+        }
+        return Ok((knob.to_string(), values));
+    }
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        return Err(bad());
+    }
+    Ok((knob.to_string(), values))
+}
+
 /// A duration as users write it: `10s`, `100ms`, `1.5s`, `250us`, or plain ns.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
@@ -166,6 +220,31 @@ mod tests {
             ["writer.policy=batch", "reader.cpus=0,1", "writer.nice=5"]
         );
         assert!(parse_list("nonsense").is_err());
+    }
+
+    #[test]
+    fn at_and_sweep_specs() {
+        let (t, s) = parse_at("5s:writer.policy=batch").expect("at");
+        assert_eq!(
+            (t, s.to_string()),
+            (Duration::from_secs(5), "writer.policy=batch".to_string())
+        );
+        assert!(parse_at("writer.policy=batch")
+            .unwrap_err()
+            .contains("TIME:TASK.KNOB=VALUE"));
+        let (k, v) = parse_sweep("sys.rt_runtime_us=200000..700000:100000").expect("range");
+        assert_eq!(k, "sys.rt_runtime_us");
+        assert_eq!(
+            v,
+            ["200000", "300000", "400000", "500000", "600000", "700000"]
+        );
+        let (_, v) = parse_sweep("writer.policy=other,batch").expect("list");
+        assert_eq!(v, ["other", "batch"]);
+        assert!(parse_sweep("x=1..0:1").is_err());
+        assert!(parse_sweep("nodot=1,2").is_err());
+        assert!(parse_sweep("a.b=0..100000:1")
+            .unwrap_err()
+            .contains("more than 1000"));
     }
 
     #[test]

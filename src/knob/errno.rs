@@ -13,6 +13,8 @@ pub enum WriteKind {
     Affinity,
     /// A file under /proc/sys, /sys/fs/cgroup or debugfs.
     File,
+    /// sched_setattr with utilization clamps.
+    Uclamp,
 }
 
 /// Why the kernel said `errno` to this kind of write, in one sentence.
@@ -49,11 +51,12 @@ pub fn explain(errno: Errno, kind: WriteKind) -> String {
             "no allowed CPU is online, or the set leaves the task's cpuset"
         }
         (Errno::EINVAL, _) => "value out of range, or written in the wrong order (see the knob's allowed values)",
+        (Errno::EOPNOTSUPP, WriteKind::Uclamp) => "CONFIG_UCLAMP_TASK is off in this kernel",
         (Errno::EOPNOTSUPP, _) => "this kernel was built without support for it",
         (Errno::ENOENT, _) => "this kernel has no such file",
         _ => "unexpected error from the kernel",
     };
-    format!("{} ({}): {}", errno, errno.desc(), text)
+    format!("{errno:?} ({}): {text}", errno.desc())
 }
 
 #[cfg(test)]
@@ -84,7 +87,7 @@ mod tests {
         ] {
             for kind in kinds {
                 let text = explain(errno, kind);
-                assert!(text.starts_with(&format!("{errno}")), "{text}");
+                assert!(text.starts_with(&format!("{errno:?} (")), "{text}");
                 assert!(text.contains(": "), "{text}");
                 assert!(!text.contains('\n'));
             }

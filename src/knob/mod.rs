@@ -1,6 +1,11 @@
-//! The knob path: everything that changes how the kernel schedules a task or the system.
+//! The knob path: everything that changes how the kernel schedules a task or the system,
+//! with the journal that puts system-wide values back.
 
+pub mod cgroup;
 pub mod errno;
+pub mod features;
+pub mod journal;
+pub mod sys;
 pub mod task;
 
 pub use task::{Policy, SchedSettings};

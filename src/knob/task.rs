@@ -135,6 +135,9 @@ pub struct SchedSettings {
     /// Custom slice for fair tasks (6.12+); None: the kernel's default.
     pub slice_ns: Option<u64>,
     pub deadline: Option<Deadline>,
+    /// Utilization clamps 0..1024 (CONFIG_UCLAMP_TASK); None: leave alone.
+    pub uclamp_min: Option<u32>,
+    pub uclamp_max: Option<u32>,
 }
 
 impl Default for SchedSettings {
@@ -146,6 +149,8 @@ impl Default for SchedSettings {
             cpus: None,
             slice_ns: None,
             deadline: None,
+            uclamp_min: None,
+            uclamp_max: None,
         }
     }
 }
@@ -187,6 +192,17 @@ impl SchedSettings {
                     )
                 }
                 Some(dl) => dl.validate()?,
+            }
+        }
+        for (name, v) in [
+            ("uclamp_min", self.uclamp_min),
+            ("uclamp_max", self.uclamp_max),
+        ] {
+            if v.is_some_and(|v| v > 1024) {
+                return Err(format!(
+                    "{name} {} is out of range: allowed 0..1024",
+                    v.unwrap_or(0)
+                ));
             }
         }
         if self.cpus.is_some_and(|c| c.is_empty()) {
@@ -260,7 +276,32 @@ pub fn read_back(tid: i32) -> Result<SchedSettings, Errno> {
             deadline_ns: attr.sched_deadline,
             period_ns: attr.sched_period,
         }),
+        uclamp_min: Some(attr.sched_util_min),
+        uclamp_max: Some(attr.sched_util_max),
     })
+}
+
+const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
+const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
+const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
+const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
+
+/// Set utilization clamps, keeping policy and parameters.
+pub fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<(), Errno> {
+    let mut attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_flags: SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS,
+        ..SchedAttr::default()
+    };
+    if let Some(v) = min {
+        attr.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN;
+        attr.sched_util_min = v;
+    }
+    if let Some(v) = max {
+        attr.sched_flags |= SCHED_FLAG_UTIL_CLAMP_MAX;
+        attr.sched_util_max = v;
+    }
+    sched_setattr(tid, &attr)
 }
 
 /// The task's allowed CPUs.
@@ -354,6 +395,15 @@ pub fn apply(task: &str, tid: i32, s: &SchedSettings) -> Vec<TaskKnobError> {
                 format!("setting nice {}", s.nice),
                 e,
                 WriteKind::Nice { lowering: true },
+            ));
+        }
+    }
+    if s.uclamp_min.is_some() || s.uclamp_max.is_some() {
+        if let Err(e) = set_uclamp(tid, s.uclamp_min, s.uclamp_max) {
+            errors.push(fail(
+                format!("setting uclamp {:?}..{:?}", s.uclamp_min, s.uclamp_max),
+                e,
+                WriteKind::Uclamp,
             ));
         }
     }

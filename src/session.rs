@@ -1,0 +1,257 @@
+//! A running preset: its workload and settings, and the one place where knobs change
+//! while it runs (task knobs on live tasks, system knobs through the journal).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+
+use crate::cpuset::CpuSet;
+use crate::knob::cgroup::{self, Cgroups};
+use crate::knob::journal::{Journal, Restored};
+use crate::knob::sys::{self, Probe, SetContext, SysKnob};
+use crate::knob::task::apply;
+use crate::preset::{Preset, TaskSpec};
+use crate::setting::Setting;
+use crate::workload::Workload;
+
+/// System-wide knob state for one schedlab process: what the machine allows, and the
+/// journal that restores every change (also when dropped).
+pub struct SystemKnobs {
+    pub journal: Journal,
+    pub probe: Probe,
+    pub allow_unthrottled_rt: bool,
+}
+
+impl SystemKnobs {
+    pub fn new(journal_path: PathBuf) -> SystemKnobs {
+        SystemKnobs {
+            journal: Journal::new(journal_path),
+            probe: Probe::detect(),
+            allow_unthrottled_rt: false,
+        }
+    }
+
+    /// Mount debugfs for this run (undone at exit) and look at the machine again.
+    pub fn mount_debugfs(&mut self) -> Result<(), String> {
+        sys::mount_debugfs(&mut self.journal)?;
+        self.probe = Probe::detect();
+        Ok(())
+    }
+
+    /// Set a system knob; `rt_running` says whether RT spinners are alive.
+    pub fn set(&mut self, knob: &SysKnob, value: &str, rt_running: bool) -> Result<String, String> {
+        let mut ctx = SetContext {
+            journal: &mut self.journal,
+            probe: &self.probe,
+            rt_tasks_running: rt_running,
+            allow_unthrottled_rt: self.allow_unthrottled_rt,
+        };
+        sys::set(knob, value, &mut ctx)
+    }
+
+    pub fn restore(&mut self) -> Vec<Restored> {
+        self.journal.restore()
+    }
+
+    pub fn journal_path(&self) -> &Path {
+        self.journal.path()
+    }
+}
+
+/// Where a setting goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    /// A task group or instance of the preset.
+    Task,
+    /// A system-wide knob.
+    Sys(SysKnob),
+    /// A cpu controller value of one of the preset's cgroups.
+    Cgroup { group: String, knob: String },
+}
+
+/// Route a setting and check its form, before anything starts.
+pub fn route(s: &Setting) -> Result<Route, String> {
+    if s.target == "sys" {
+        let knob = SysKnob::parse(&s.knob)?;
+        sys::validate(&knob, &s.value)?;
+        return Ok(Route::Sys(knob));
+    }
+    if s.target == "cgroup" {
+        let (group, knob) = s.knob.split_once('.').ok_or_else(|| {
+            format!(
+                "{s}: expected cgroup.NAME.KNOB=VALUE (knobs: {})",
+                cgroup::KNOBS
+            )
+        })?;
+        cgroup::validate(knob, &s.value).map_err(|e| format!("{s}: {e}"))?;
+        return Ok(Route::Cgroup {
+            group: group.to_string(),
+            knob: knob.to_string(),
+        });
+    }
+    Ok(Route::Task)
+}
+
+/// Task and cgroup settings (they change the preset) and system settings.
+pub type Split = (Vec<Setting>, Vec<(SysKnob, Setting)>);
+
+/// Split settings into those applied to the preset and system ones.
+pub fn split(settings: &[Setting]) -> Result<Split, String> {
+    let mut task = Vec::new();
+    let mut system = Vec::new();
+    for s in settings {
+        match route(s)? {
+            Route::Task | Route::Cgroup { .. } => task.push(s.clone()),
+            Route::Sys(k) => system.push((k, s.clone())),
+        }
+    }
+    Ok((task, system))
+}
+
+/// A preset's workload, started and configured.
+pub struct Session {
+    pub preset: Preset,
+    pub specs: Vec<TaskSpec>,
+    pub workload: Workload,
+    pub online: CpuSet,
+    /// The preset's cgroups (removed by the journal when the run ends).
+    pub cgroups: Option<Cgroups>,
+}
+
+impl Session {
+    /// Start the preset's tasks (waiting at the gate), apply their settings and the
+    /// system settings. Task settings the kernel refuses become warnings (the run goes
+    /// on without them); a refused system setting the user asked for is an error.
+    pub fn start(
+        preset: Preset,
+        system_sets: &[(SysKnob, Setting)],
+        exe: &Path,
+        sys: &mut SystemKnobs,
+    ) -> Result<(Session, Vec<String>)> {
+        let online = crate::system::online_cpus();
+        let specs = preset.tasks(&online).map_err(anyhow::Error::msg)?;
+        let workload = Workload::start(&specs, exe)?;
+        let mut warnings = Vec::new();
+        // Into the cgroups first: with RT group scheduling a FIFO task may only enter a
+        // group that has RT runtime, and its policy is checked against its group.
+        let cgroups = if preset.cgroups.is_empty() {
+            None
+        } else {
+            match setup_cgroups(&preset, &workload, &specs, sys) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    warnings.push(format!("{e:#}; running without cgroups"));
+                    None
+                }
+            }
+        };
+        for (task, spec) in workload.tasks.iter().zip(&specs) {
+            for e in apply(&task.name, task.tid, &spec.sched) {
+                warnings.push(format!("{e}; running without it"));
+            }
+        }
+        let session = Session {
+            preset,
+            specs,
+            workload,
+            online,
+            cgroups,
+        };
+        for (knob, s) in system_sets {
+            sys.set(knob, &s.value, session.rt_running())
+                .map_err(|e| anyhow!(e))?;
+        }
+        Ok((session, warnings))
+    }
+
+    pub fn open_gate(&self) {
+        self.workload.open_gate();
+    }
+
+    /// RT tasks of this run (FIFO/RR) exist.
+    pub fn rt_running(&self) -> bool {
+        self.specs.iter().any(|s| s.sched.policy.is_realtime())
+    }
+
+    /// Change a knob while the workload runs. Returns what the kernel reports now.
+    pub fn apply(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, String> {
+        match route(s)? {
+            Route::Sys(knob) => sys.set(&knob, &s.value, self.rt_running()),
+            Route::Task => self.apply_task(s),
+            Route::Cgroup { group, knob } => {
+                let cgroups = self.cgroups.as_ref().ok_or("this run has no cgroups")?;
+                let got = cgroups.set(&group, &knob, &s.value)?;
+                self.preset.apply(s)?;
+                Ok(got)
+            }
+        }
+    }
+
+    fn apply_task(&mut self, s: &Setting) -> Result<String, String> {
+        let mut next = self.preset.clone();
+        next.apply_all(std::slice::from_ref(s))?;
+        let specs = next.tasks(&self.online)?;
+        let same_tasks = specs.len() == self.specs.len()
+            && specs
+                .iter()
+                .zip(&self.specs)
+                .all(|(a, b)| a.name == b.name && a.program == b.program);
+        if !same_tasks {
+            return Err(format!(
+                "{s}: changes which tasks run; it takes effect when the workload restarts"
+            ));
+        }
+        let mut errors = Vec::new();
+        let mut changed = Vec::new();
+        for ((task, old), new) in self.workload.tasks.iter().zip(&self.specs).zip(&specs) {
+            if old.sched != new.sched {
+                errors.extend(
+                    apply(&task.name, task.tid, &new.sched)
+                        .into_iter()
+                        .map(|e| e.to_string()),
+                );
+                changed.push(task.name.clone());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors.join("; "));
+        }
+        self.preset = next;
+        self.specs = specs;
+        Ok(if changed.is_empty() {
+            "no change".to_string()
+        } else {
+            format!("applied to {}", changed.join(", "))
+        })
+    }
+}
+
+/// Create the preset's cgroups, set their values and move each task into its group.
+fn setup_cgroups(
+    preset: &Preset,
+    workload: &Workload,
+    specs: &[TaskSpec],
+    sys: &mut SystemKnobs,
+) -> Result<Cgroups> {
+    let root = cgroup::detect().ok_or_else(|| {
+        anyhow!(
+            "preset {} puts tasks in cgroups, but no cgroup cpu controller is mounted (v1 or v2)",
+            preset.name
+        )
+    })?;
+    let names: Vec<String> = preset.cgroups.keys().cloned().collect();
+    let cgroups = Cgroups::create(root, &names, &mut sys.journal)?;
+    for (name, values) in &preset.cgroups {
+        for (knob, value) in values {
+            cgroups.set(name, knob, value).map_err(|e| anyhow!(e))?;
+        }
+    }
+    for (task, spec) in workload.tasks.iter().zip(specs) {
+        if let Some(group) = &spec.cgroup {
+            cgroups
+                .add_task(group, task.pid, task.tid)
+                .map_err(|e| anyhow!("{}: {e}", task.name))?;
+        }
+    }
+    Ok(cgroups)
+}

@@ -1,0 +1,128 @@
+//! `schedlab sweep`: run a preset once per value of one knob, a row per value.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::preset::Preset;
+use crate::report::Headline;
+use crate::run::{run, RunOptions};
+use crate::session::{route, Route, SystemKnobs};
+use crate::setting::Setting;
+
+/// One value of the sweep.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SweepRow {
+    pub value: String,
+    /// CPU share of each task (fraction of one CPU), in task order.
+    pub cpu_share: Vec<(String, f64)>,
+    pub throughput_per_s: f64,
+    pub throughput_unit: String,
+    pub headline: Headline,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SweepReport {
+    pub preset: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub knob: String,
+    pub duration_s: f64,
+    pub rows: Vec<SweepRow>,
+    pub interrupted: bool,
+}
+
+/// Run `preset` once per value of `knob`. System knobs stay journaled in `sys` across
+/// the runs, so the original value comes back once, at the end.
+pub fn sweep(
+    preset: &Preset,
+    knob: &str,
+    values: &[String],
+    opts: &RunOptions,
+    sys: &mut SystemKnobs,
+) -> Result<SweepReport> {
+    let mut rows = Vec::new();
+    let mut interrupted = false;
+    let mut duration_s = 0.0;
+    for value in values {
+        if opts.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let setting: Setting = format!("{knob}={value}")
+            .parse()
+            .map_err(anyhow::Error::msg)?;
+        let mut p = preset.clone();
+        let mut o = opts.clone();
+        match route(&setting).map_err(anyhow::Error::msg)? {
+            Route::Sys(k) => o.system_sets.push((k, setting)),
+            Route::Task | Route::Cgroup { .. } => p
+                .apply_all(std::slice::from_ref(&setting))
+                .map_err(anyhow::Error::msg)?,
+        }
+        let r = run(&p, &o, sys)?;
+        duration_s = r.duration_s;
+        interrupted |= r.interrupted;
+        rows.push(SweepRow {
+            value: value.clone(),
+            cpu_share: r
+                .tasks
+                .iter()
+                .map(|t| (t.name.clone(), t.cpu_share))
+                .collect(),
+            throughput_per_s: r.metrics.throughput_per_s,
+            throughput_unit: r.metrics.throughput_unit.clone(),
+            headline: r.metrics.headline.clone(),
+            warnings: r.warnings.clone(),
+        });
+        if r.interrupted {
+            break;
+        }
+    }
+    Ok(SweepReport {
+        preset: preset.name.clone(),
+        kernel: crate::system::kernel_release(),
+        cpus: crate::system::online_cpus().count(),
+        knob: knob.to_string(),
+        duration_s,
+        rows,
+        interrupted,
+    })
+}
+
+/// The sweep as a table: one row per value, a CPU% column per task, the headline.
+pub fn render(r: &SweepReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sweep of {} on {} (Linux {}, {} CPUs), {:.1} s per value{}",
+        r.knob,
+        r.preset,
+        r.kernel,
+        r.cpus,
+        r.duration_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    let tasks: Vec<String> = r.rows.first().map_or_else(Vec::new, |row| {
+        row.cpu_share.iter().map(|(n, _)| n.clone()).collect()
+    });
+    let mut header = format!("{:>12}", "VALUE");
+    for t in &tasks {
+        let _ = write!(header, "  {:>10}", format!("{t} CPU%"));
+    }
+    let _ = writeln!(out, "{header}  HEADLINE");
+    for row in &r.rows {
+        let mut line = format!("{:>12}", row.value);
+        for (_, share) in &row.cpu_share {
+            let _ = write!(line, "  {:>10.1}", share * 100.0);
+        }
+        let _ = writeln!(out, "{line}  {}", row.headline.text);
+        for w in &row.warnings {
+            let _ = writeln!(out, "{:>12}  warning: {w}", "");
+        }
+    }
+    out
+}
