@@ -100,6 +100,38 @@ pub struct RunReport {
     /// Knob changes during the run (`--at`), with the kernel's answer.
     pub events: Vec<EventReport>,
     pub interrupted: bool,
+    /// The sampled time series (for plots and recordings; the CSV has it too).
+    #[serde(skip)]
+    pub series: RunSeries,
+}
+
+/// One task's rates at one sample.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct SeriesPoint {
+    pub t_s: f64,
+    /// Index into [`RunSeries::tasks`].
+    pub task: usize,
+    pub cpu_share: f64,
+    pub wait_share: Option<f64>,
+    pub switches_per_s: f64,
+    pub progress_per_s: f64,
+}
+
+/// One CPU's busy and steal share at one sample.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct CpuPoint {
+    pub t_s: f64,
+    pub cpu: usize,
+    pub busy: f64,
+    pub steal: f64,
+}
+
+/// Everything sampled during a run, in time order.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RunSeries {
+    pub tasks: Vec<String>,
+    pub points: Vec<SeriesPoint>,
+    pub cpus: Vec<CpuPoint>,
 }
 
 /// A knob change during a run.

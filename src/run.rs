@@ -14,7 +14,8 @@ use crate::knob::sys::SysKnob;
 use crate::knob::task::Policy;
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::report::{
-    ns, rate, CpuReport, CsvRow, EventReport, Headline, Metrics, RunReport, StageReport, TaskReport,
+    ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, RunReport, RunSeries,
+    SeriesPoint, StageReport, TaskReport,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, Target, TaskSample};
@@ -91,6 +92,15 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     pending.sort_by_key(|(t, _)| *t);
     pending.reverse();
     let mut events = Vec::new();
+    let mut series = RunSeries {
+        tasks: session
+            .workload
+            .tasks
+            .iter()
+            .map(|t| t.name.clone())
+            .collect(),
+        ..RunSeries::default()
+    };
 
     session.open_gate();
     // Fault injection for the tests of the panic path (tests/knobs.rs).
@@ -107,6 +117,26 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
             let points = store.push(&batch);
             if let Some(w) = csv.as_mut() {
                 write_csv(w, &session.workload.tasks, &batch.tasks, &points)?;
+            }
+            series
+                .points
+                .extend(points.iter().map(|(id, r)| SeriesPoint {
+                    t_s: r.t_s,
+                    task: *id,
+                    cpu_share: r.cpu_share,
+                    wait_share: r.wait_share,
+                    switches_per_s: r.switches_per_s,
+                    progress_per_s: r.progress_per_s,
+                }));
+            for (cpu, rates) in store.cpus.iter().enumerate() {
+                if let Some((t_s, r)) = rates.back().filter(|(t, _)| *t == store.t_s(batch.t_ns)) {
+                    series.cpus.push(CpuPoint {
+                        t_s: *t_s,
+                        cpu,
+                        busy: r.busy,
+                        steal: r.steal,
+                    });
+                }
             }
             sampler.recycle(batch);
             if final_requested {
@@ -163,6 +193,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     report.warnings = warnings;
     report.interrupted = interrupted;
     report.events = events;
+    report.series = series;
     Ok(report)
 }
 
@@ -448,6 +479,7 @@ fn build_report(
         warnings: Vec::new(),
         events: Vec::new(),
         interrupted: false,
+        series: RunSeries::default(),
     }
 }
 
