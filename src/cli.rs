@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
     about = "A workbench that makes the Linux CPU scheduler visible",
     long_about = "A workbench that makes the Linux CPU scheduler visible: run a classic scheduler \
 experiment as real tasks, turn knobs, and watch CPU share, switches, wait and throughput.\n\n\
-Without a command, runs the default preset (pipe-wakeup)."
+Without a command, opens the live workbench on the default preset (pipe-wakeup)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -24,6 +24,21 @@ pub enum Cmd {
     Presets {
         /// A preset name or a path to a preset TOML file.
         name: Option<String>,
+    },
+    /// Open the live workbench on a preset (the default without a command).
+    Tui {
+        /// Preset name or path.
+        #[arg(default_value = crate::preset::DEFAULT_PRESET)]
+        preset: String,
+        /// Sampling interval, e.g. 100ms.
+        #[arg(long, default_value = "100ms")]
+        interval: String,
+        #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
+        set: Vec<String>,
+        #[arg(long)]
+        variant: Option<String>,
+        #[command(flatten)]
+        system: SystemArgs,
     },
     /// Run a preset headless for a while and print what happened.
     Run(RunArgs),

@@ -5,6 +5,7 @@
 //!   -> [`store`] (counters turned into rates) -> [`report`] / views;
 //! - knobs: `--set` or a key -> [`setting`] -> [`knob`] (syscalls, files) -> result.
 
+pub mod app;
 pub mod cli;
 pub mod cpuset;
 pub mod ideal;
@@ -18,4 +19,6 @@ pub mod setting;
 pub mod store;
 pub mod sweep;
 pub mod system;
+pub mod tui;
+pub mod ui;
 pub mod workload;

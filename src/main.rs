@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 
+use schedlab::app::keys::KeyMap;
 use schedlab::cli::{Cli, Cmd, RunArgs, SweepArgs, SystemArgs};
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
@@ -48,17 +49,20 @@ fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
-        None => cmd_run(RunArgs {
-            preset: preset::DEFAULT_PRESET.into(),
-            duration: "10s".into(),
-            interval: "100ms".into(),
-            set: Vec::new(),
-            variant: None,
-            json: None,
-            csv: None,
-            at: Vec::new(),
-            system: SystemArgs::default(),
-        }),
+        None => cmd_tui(
+            preset::DEFAULT_PRESET,
+            "100ms",
+            &[],
+            None,
+            &SystemArgs::default(),
+        ),
+        Some(Cmd::Tui {
+            preset,
+            interval,
+            set,
+            variant,
+            system,
+        }) => cmd_tui(&preset, &interval, &set, variant.as_deref(), &system),
         Some(Cmd::Presets { name }) => cmd_presets(name.as_deref()),
         Some(Cmd::Run(args)) => cmd_run(args),
         Some(Cmd::Sweep(args)) => cmd_sweep(args),
@@ -497,4 +501,59 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         }
         None => emit(&schedlab::sweep::render(&report)),
     }
+}
+
+fn cmd_tui(
+    preset: &str,
+    interval: &str,
+    sets: &[String],
+    variant: Option<&str>,
+    system: &SystemArgs,
+) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(usage(
+            "the workbench needs a terminal; for a headless run use `schedlab run PRESET` (see --help)",
+        ));
+    }
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    let Prepared {
+        preset,
+        opts,
+        mut system,
+    } = prepare(preset, variant, sets, "1s", interval, system)?;
+    if !opts.system_sets.is_empty() {
+        return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
+    }
+    let record_dir = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
+    let tui_opts = schedlab::tui::TuiOptions {
+        exe: opts.exe.clone(),
+        interval: opts.interval,
+        keymap,
+        no_color: schedlab::tui::no_color_requested(),
+        open_recorder: Box::new(|path| {
+            Err(format!(
+                "recording to {} is not available yet",
+                path.display()
+            ))
+        }),
+        record_dir,
+    };
+    system.allow_unthrottled_rt = false;
+    let restored = schedlab::tui::run(preset, system, tui_opts)?;
+    let failed: Vec<&String> = restored
+        .iter()
+        .filter(|r| r.starts_with("could not"))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{}",
+            failed
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(())
 }

@@ -33,3 +33,20 @@ pub fn clock_ticks_per_s() -> u64 {
         100
     }
 }
+
+static ELEVATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ask schedlab's own threads (UI, controller, sampler) to run SCHED_FIFO 99, so they
+/// stay responsive while FIFO spinners hold every CPU. They sleep almost always, so
+/// they take nothing from the workload; RESET_ON_FORK keeps workers from inheriting it.
+pub fn request_elevation() {
+    ELEVATE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Elevate the calling thread if requested (and possible: root). Returns whether it did.
+pub fn elevate_if_requested() -> bool {
+    if !ELEVATE.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    crate::knob::task::set_own_realtime(99).is_ok()
+}

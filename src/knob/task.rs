@@ -281,10 +281,24 @@ pub fn read_back(tid: i32) -> Result<SchedSettings, Errno> {
     })
 }
 
+const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
 const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
 const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
 const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
+
+/// Make the calling thread SCHED_FIFO at `priority`, with RESET_ON_FORK so anything it
+/// starts begins as SCHED_OTHER.
+pub fn set_own_realtime(priority: u32) -> Result<(), Errno> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: Policy::Fifo.to_kernel(),
+        sched_flags: SCHED_FLAG_RESET_ON_FORK,
+        sched_priority: priority,
+        ..SchedAttr::default()
+    };
+    sched_setattr(0, &attr)
+}
 
 /// Set utilization clamps, keeping policy and parameters.
 pub fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<(), Errno> {

@@ -127,6 +127,8 @@ pub enum Command {
     SetTargets(Vec<Target>),
     /// Sample right now, out of turn (used at the end of a run).
     SampleNow,
+    /// Stop (true) or resume (false) sampling.
+    Pause(bool),
 }
 
 /// Every how many rounds `status` (affinity) is re-read without being asked.
@@ -349,12 +351,16 @@ fn sampler_loop(
     batches: Sender<Batch>,
     recycle: Receiver<Batch>,
 ) {
+    crate::system::elevate_if_requested();
     let mut next = Instant::now();
+    let mut paused = false;
     loop {
-        let mut batch = recycle.try_recv().unwrap_or_default();
-        reader.sample_into(&mut batch);
-        if batches.send(batch).is_err() {
-            return;
+        if !paused {
+            let mut batch = recycle.try_recv().unwrap_or_default();
+            reader.sample_into(&mut batch);
+            if batches.send(batch).is_err() {
+                return;
+            }
         }
         next += interval;
         let now = Instant::now();
@@ -373,6 +379,7 @@ fn sampler_loop(
                 Ok(Command::RefreshStatus) => reader.refresh_status(),
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => break,
+                Ok(Command::Pause(p)) => paused = p,
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }

@@ -1,0 +1,357 @@
+//! Key bindings: logical commands, the default keys, and a TOML config that rebinds them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde::Deserialize;
+
+/// What a key asks for, before the App decides what it means in the current mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Command {
+    Quit,
+    Help,
+    Up,
+    Down,
+    NextPanel,
+    Policy,
+    Priority,
+    NiceUp,
+    NiceDown,
+    Cpus,
+    Slice,
+    Edit,
+    CommandLine,
+    Pause,
+    IntervalDown,
+    IntervalUp,
+    ZoomIn,
+    ZoomOut,
+    Restart,
+    Presets,
+    Note,
+    Record,
+}
+
+impl Command {
+    /// (config name, default keys, what it does) for every command, in help order.
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 22] = [
+        (
+            Command::Quit,
+            "quit",
+            &["q", "ctrl-c"],
+            "quit, restoring everything",
+        ),
+        (Command::Help, "help", &["?", "f1"], "this help"),
+        (Command::Up, "up", &["up", "k"], "previous task / knob"),
+        (Command::Down, "down", &["down", "j"], "next task / knob"),
+        (
+            Command::NextPanel,
+            "next_panel",
+            &["tab"],
+            "tasks <-> system knobs",
+        ),
+        (Command::Policy, "policy", &["p"], "policy of the task"),
+        (
+            Command::Priority,
+            "priority",
+            &["shift-p"],
+            "RT priority of the task",
+        ),
+        (
+            Command::NiceUp,
+            "nice_up",
+            &["+", "="],
+            "nice +1 (less CPU)",
+        ),
+        (Command::NiceDown, "nice_down", &["-"], "nice -1 (more CPU)"),
+        (Command::Cpus, "cpus", &["c"], "CPUs of the task"),
+        (Command::Slice, "slice", &["s"], "custom slice of the task"),
+        (Command::Edit, "edit", &["enter"], "edit a system knob"),
+        (
+            Command::CommandLine,
+            "command_line",
+            &[":"],
+            "any TASK.KNOB=VALUE",
+        ),
+        (Command::Pause, "pause", &["space"], "pause / resume"),
+        (
+            Command::IntervalDown,
+            "interval_down",
+            &["["],
+            "sample faster",
+        ),
+        (Command::IntervalUp, "interval_up", &["]"], "sample slower"),
+        (Command::ZoomIn, "zoom_in", &["z"], "shorter time window"),
+        (
+            Command::ZoomOut,
+            "zoom_out",
+            &["shift-z"],
+            "longer time window",
+        ),
+        (
+            Command::Restart,
+            "restart",
+            &["shift-r"],
+            "restart the workload",
+        ),
+        (Command::Presets, "presets", &["o"], "switch preset"),
+        (Command::Note, "note", &["n"], "teaching note / graphs"),
+        (Command::Record, "record", &["r"], "record to a file on/off"),
+    ];
+
+    pub fn help(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(c, ..)| *c == self)
+            .map_or("", |(_, _, _, h)| h)
+    }
+}
+
+/// A key with modifiers, as written in the config: `q`, `ctrl-c`, `shift-r`, `f1`, `space`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub code: KeyCode,
+    pub ctrl: bool,
+    pub shift: bool,
+}
+
+impl Key {
+    pub fn parse(s: &str) -> Result<Key, String> {
+        let lower = s.trim().to_ascii_lowercase();
+        let (mut ctrl, mut shift) = (false, false);
+        let mut rest = lower.as_str();
+        loop {
+            if let Some(r) = rest.strip_prefix("ctrl-") {
+                ctrl = true;
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("shift-") {
+                shift = true;
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        let code = match rest {
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "enter" => KeyCode::Enter,
+            "tab" => KeyCode::Tab,
+            "esc" => KeyCode::Esc,
+            "space" => KeyCode::Char(' '),
+            "backspace" => KeyCode::Backspace,
+            f if f.starts_with('f') && f.len() > 1 => {
+                KeyCode::F(f[1..].parse().map_err(|_| format!("bad key \"{s}\""))?)
+            }
+            c if c.chars().count() == 1 => {
+                let ch = c.chars().next().unwrap_or(' ');
+                if shift && ch.is_ascii_alphabetic() {
+                    // Terminals report shift-r as 'R'.
+                    return Ok(Key { code: KeyCode::Char(ch.to_ascii_uppercase()), ctrl, shift: false });
+                }
+                KeyCode::Char(s.trim().chars().last().unwrap_or(ch))
+            }
+            _ => {
+                return Err(format!(
+                    "bad key \"{s}\": use a character, ctrl-X, shift-X, up, down, left, right, enter, tab, esc, space, backspace or F1..F12"
+                ))
+            }
+        };
+        Ok(Key { code, ctrl, shift })
+    }
+
+    pub fn from_event(e: &KeyEvent) -> Key {
+        let ctrl = e.modifiers.contains(KeyModifiers::CONTROL);
+        match e.code {
+            // Uppercase letters already carry the shift.
+            KeyCode::Char(c) => Key {
+                code: KeyCode::Char(c),
+                ctrl,
+                shift: false,
+            },
+            code => Key {
+                code,
+                ctrl,
+                shift: e.modifiers.contains(KeyModifiers::SHIFT),
+            },
+        }
+    }
+
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "space".to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::F(n) => format!("F{n}"),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Enter => "enter".into(),
+            KeyCode::Tab => "tab".into(),
+            KeyCode::Esc => "esc".into(),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        match (self.ctrl, self.shift) {
+            (true, _) => format!("ctrl-{base}"),
+            (_, true) => format!("shift-{base}"),
+            _ => base,
+        }
+    }
+}
+
+/// Keys -> commands, in binding order (the first key of a command is the one shown).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyMap {
+    map: Vec<(Key, Command)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyConfig {
+    #[serde(default)]
+    keys: BTreeMap<String, KeysValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum KeysValue {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        let mut map = Vec::new();
+        for (cmd, _, keys, _) in Command::ALL {
+            for k in keys {
+                if let Ok(key) = Key::parse(k) {
+                    map.push((key, cmd));
+                }
+            }
+        }
+        KeyMap { map }
+    }
+}
+
+impl KeyMap {
+    pub fn command(&self, e: &KeyEvent) -> Option<Command> {
+        let key = Key::from_event(e);
+        self.map.iter().find(|(k, _)| *k == key).map(|(_, c)| *c)
+    }
+
+    /// The keys bound to a command, for the footer and help.
+    pub fn keys_for(&self, cmd: Command) -> Vec<String> {
+        self.map
+            .iter()
+            .filter(|(_, c)| *c == cmd)
+            .map(|(k, _)| k.label())
+            .collect()
+    }
+
+    /// Defaults overridden by a TOML config: `[keys]` with `quit = "x"` or
+    /// `quit = ["x", "ctrl-q"]`; a rebound command loses its default keys.
+    pub fn from_toml(text: &str) -> Result<KeyMap, String> {
+        let cfg: KeyConfig =
+            toml::from_str(text).map_err(|e| format!("key config: {}", e.message()))?;
+        let mut km = KeyMap::default();
+        for (name, value) in cfg.keys {
+            let Some((cmd, ..)) = Command::ALL.iter().find(|(_, n, ..)| *n == name) else {
+                let names: Vec<&str> = Command::ALL.iter().map(|(_, n, ..)| *n).collect();
+                return Err(format!(
+                    "key config: unknown command \"{name}\": commands are {}",
+                    names.join(", ")
+                ));
+            };
+            let keys = match value {
+                KeysValue::One(k) => vec![k],
+                KeysValue::Many(v) => v,
+            };
+            km.map.retain(|(_, c)| c != cmd);
+            for k in keys {
+                let key = Key::parse(&k).map_err(|e| format!("key config: {name}: {e}"))?;
+                // A key bound to a new command leaves its old one.
+                km.map.retain(|(old, _)| *old != key);
+                km.map.push((key, *cmd));
+            }
+        }
+        Ok(km)
+    }
+
+    /// `$XDG_CONFIG_HOME/schedlab/keys.toml` (or ~/.config/...).
+    pub fn config_path() -> Option<PathBuf> {
+        crate::preset::user_dir().and_then(|p| p.parent().map(|d| d.join("keys.toml")))
+    }
+
+    /// The user's bindings, or the defaults when there is no config file.
+    pub fn load(path: Option<&Path>) -> Result<KeyMap, String> {
+        match path {
+            Some(p) if p.exists() => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                KeyMap::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+            }
+            _ => Ok(KeyMap::default()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn defaults_cover_every_command() {
+        let km = KeyMap::default();
+        for (cmd, ..) in Command::ALL {
+            assert!(!km.keys_for(cmd).is_empty(), "{cmd:?} has no key");
+        }
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('R'), KeyModifiers::SHIFT)),
+            Some(Command::Restart)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('c'), KeyModifiers::NONE)),
+            Some(Command::Cpus)
+        );
+    }
+
+    #[test]
+    fn config_rebinds_and_rejects_unknown_names() {
+        let km = KeyMap::from_toml("[keys]\nquit = \"x\"\npause = [\"ctrl-p\", \"f5\"]\n")
+            .expect("parses");
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('x'), KeyModifiers::NONE)),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            None,
+            "old key gone"
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::F(5), KeyModifiers::NONE)),
+            Some(Command::Pause)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('p'), KeyModifiers::CONTROL)),
+            Some(Command::Pause)
+        );
+        let err = KeyMap::from_toml("[keys]\nexplode = \"x\"\n").unwrap_err();
+        assert!(err.contains("commands are quit, help"), "{err}");
+        assert!(KeyMap::from_toml("[keys]\nquit = \"hyper-x\"\n")
+            .unwrap_err()
+            .contains("bad key"));
+    }
+}

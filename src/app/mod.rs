@@ -1,0 +1,609 @@
+//! The workbench's state and its only way to change: [`App::update`] takes an
+//! [`Action`] and returns the [`Effect`]s to carry out. No I/O happens here: the TUI
+//! loop turns effects into commands for the controller thread.
+
+pub mod keys;
+mod modal;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crossterm::event::KeyEvent;
+
+use crate::knob::sys::KnobInfo;
+use crate::knob::task::Policy;
+use crate::preset::Headline;
+use crate::sampler::{Batch, TaskSample};
+use crate::setting::Setting;
+use crate::store::Store;
+use crate::workload::histogram::Histogram;
+use keys::{Command, KeyMap};
+
+pub use modal::Mode;
+
+/// A task as the UI shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskInfo {
+    pub name: String,
+    pub group: String,
+    pub pid: i32,
+    pub tid: i32,
+    pub progress_unit: String,
+    pub measures_latency: bool,
+}
+
+/// The parts of a preset the screen shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PresetView {
+    pub name: String,
+    pub summary: String,
+    pub note: String,
+    pub focus: Vec<String>,
+    pub headline: Headline,
+    pub metric_task: String,
+}
+
+/// What the controller reports once a workload runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Started {
+    pub preset: PresetView,
+    pub tasks: Vec<TaskInfo>,
+    pub kernel: String,
+    pub cpus: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Everything that can happen to the App.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Key(KeyEvent),
+    /// A click on row `n` of the task table (the TUI maps screen rows to tasks).
+    ClickTask(usize),
+    Batch(Box<Batch>),
+    Started(Box<Started>),
+    KnobResult {
+        setting: String,
+        result: Result<String, String>,
+    },
+    SystemKnobs(Vec<KnobInfo>),
+    Presets(Vec<(String, String)>),
+    Recording(Result<Option<String>, String>),
+    Error(String),
+    Resize(u16, u16),
+}
+
+/// What the App asks the outside world to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    Apply(Setting),
+    SetInterval(Duration),
+    Pause(bool),
+    /// Restart the workload, with another preset if named.
+    Restart(Option<String>),
+    ToggleRecord,
+    Quit,
+}
+
+/// Which list the up/down keys move in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panel {
+    Tasks,
+    Knobs,
+}
+
+/// Live data from the sampler, turned into what the graphs need.
+#[derive(Clone, Debug)]
+pub struct Live {
+    pub tasks: Vec<TaskInfo>,
+    pub store: Store,
+    /// The latest raw sample of each task (policy, nice, CPUs as the kernel reports).
+    pub last: Vec<TaskSample>,
+    /// Successful knob changes: (seconds since start, "writer.policy -> batch").
+    pub marks: Vec<(f64, String)>,
+    /// Per-interval latency percentiles: (t, p50 ns, p99 ns).
+    pub latency: VecDeque<(f64, f64, f64)>,
+    latency_prev: Option<Histogram>,
+    pub latency_total: Option<Histogram>,
+}
+
+/// Points kept per series: 10 minutes at 100 ms.
+pub const RETENTION: usize = 6000;
+
+impl Live {
+    pub fn new(tasks: Vec<TaskInfo>) -> Live {
+        Live {
+            store: Store::new(tasks.len(), RETENTION),
+            last: vec![TaskSample::default(); tasks.len()],
+            tasks,
+            marks: Vec::new(),
+            latency: VecDeque::new(),
+            latency_prev: None,
+            latency_total: None,
+        }
+    }
+
+    /// Seconds from the first sample to the latest.
+    pub fn now_s(&self) -> f64 {
+        self.store.elapsed_s()
+    }
+
+    fn ingest(&mut self, batch: &Batch) {
+        self.store.push(batch);
+        for s in &batch.tasks {
+            if let Some(slot) = self.last.get_mut(s.id) {
+                slot.clone_from(s);
+            }
+        }
+        let mut merged: Option<Histogram> = None;
+        for s in &batch.tasks {
+            if self.tasks.get(s.id).is_some_and(|t| t.measures_latency) && s.latency.count > 0 {
+                let h = merged.get_or_insert_with(|| Histogram::from_values([]));
+                for (a, b) in h.buckets.iter_mut().zip(&s.latency.buckets) {
+                    *a += b;
+                }
+                h.count += s.latency.count;
+                h.sum = h.sum.wrapping_add(s.latency.sum);
+                h.min = if h.min == 0 {
+                    s.latency.min
+                } else {
+                    h.min.min(s.latency.min)
+                };
+                h.max = h.max.max(s.latency.max);
+            }
+        }
+        if let Some(total) = merged {
+            let delta = match &self.latency_prev {
+                Some(prev) => total.since(prev),
+                None => total.clone(),
+            };
+            if delta.count > 0 {
+                let t = self.store.t_s(batch.t_ns);
+                self.latency.push_back((
+                    t,
+                    delta.quantile(0.5) as f64,
+                    delta.quantile(0.99) as f64,
+                ));
+                if self.latency.len() > RETENTION {
+                    self.latency.pop_front();
+                }
+            }
+            self.latency_prev = Some(total.clone());
+            self.latency_total = Some(total);
+        }
+    }
+}
+
+/// Screen state that is not data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UiState {
+    pub mode: Mode,
+    pub panel: Panel,
+    pub selected_task: usize,
+    pub selected_knob: usize,
+    pub paused: bool,
+    pub interval: Duration,
+    /// Seconds of history the graphs show.
+    pub window_s: f64,
+    pub show_note: bool,
+    pub status: String,
+    pub status_is_error: bool,
+    pub size: (u16, u16),
+}
+
+/// The whole workbench state.
+#[derive(Clone, Debug)]
+pub struct App {
+    pub preset: Option<PresetView>,
+    pub kernel: String,
+    pub cpus: usize,
+    pub live: Live,
+    pub knobs: Vec<KnobInfo>,
+    pub presets: Vec<(String, String)>,
+    pub ui: UiState,
+    pub keymap: KeyMap,
+    pub no_color: bool,
+    pub recording: Option<String>,
+    /// Read-only: a replay; knob changes are refused.
+    pub replay: bool,
+    pub quit: bool,
+}
+
+const INTERVALS_MS: [u64; 7] = [50, 100, 200, 500, 1000, 2000, 5000];
+const WINDOWS_S: [f64; 7] = [5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
+
+impl App {
+    pub fn new(keymap: KeyMap, interval: Duration, no_color: bool) -> App {
+        App {
+            preset: None,
+            kernel: String::new(),
+            cpus: 0,
+            live: Live::new(Vec::new()),
+            knobs: Vec::new(),
+            presets: Vec::new(),
+            ui: UiState {
+                mode: Mode::Normal,
+                panel: Panel::Tasks,
+                selected_task: 0,
+                selected_knob: 0,
+                paused: false,
+                interval,
+                window_s: 60.0,
+                show_note: false,
+                status: "starting the workload...".into(),
+                status_is_error: false,
+                size: (80, 24),
+            },
+            keymap,
+            no_color,
+            recording: None,
+            replay: false,
+            quit: false,
+        }
+    }
+
+    /// The selected task, if any.
+    pub fn selected_task(&self) -> Option<&TaskInfo> {
+        self.live.tasks.get(self.ui.selected_task)
+    }
+
+    /// The latest sample of the selected task.
+    pub fn selected_sample(&self) -> Option<&TaskSample> {
+        self.live.last.get(self.ui.selected_task)
+    }
+
+    fn say(&mut self, text: impl Into<String>) {
+        self.ui.status = text.into();
+        self.ui.status_is_error = false;
+    }
+
+    fn complain(&mut self, text: impl Into<String>) {
+        self.ui.status = text.into();
+        self.ui.status_is_error = true;
+    }
+
+    /// The one way state changes.
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Key(key) => {
+                if self.ui.mode != Mode::Normal {
+                    return self.modal_key(key);
+                }
+                match self.keymap.command(&key) {
+                    Some(cmd) => self.command(cmd),
+                    None => Vec::new(),
+                }
+            }
+            Action::ClickTask(i) => {
+                if i < self.live.tasks.len() {
+                    self.ui.panel = Panel::Tasks;
+                    self.ui.selected_task = i;
+                }
+                Vec::new()
+            }
+            Action::Batch(batch) => {
+                if !self.ui.paused {
+                    self.live.ingest(&batch);
+                }
+                Vec::new()
+            }
+            Action::Started(s) => {
+                self.start(*s);
+                Vec::new()
+            }
+            Action::KnobResult { setting, result } => {
+                match result {
+                    Ok(v) => {
+                        let label = match setting.split_once('=') {
+                            Some((k, val)) => format!("{k} -> {val}"),
+                            None => setting.clone(),
+                        };
+                        self.live.marks.push((self.live.now_s(), label));
+                        self.say(format!("{setting}: {v}"));
+                    }
+                    Err(e) => self.complain(format!("{setting}: {e}")),
+                }
+                Vec::new()
+            }
+            Action::SystemKnobs(k) => {
+                self.knobs = k;
+                self.ui.selected_knob = self
+                    .ui
+                    .selected_knob
+                    .min(self.knobs.len().saturating_sub(1));
+                Vec::new()
+            }
+            Action::Presets(p) => {
+                self.presets = p;
+                Vec::new()
+            }
+            Action::Recording(r) => {
+                match r {
+                    Ok(Some(path)) => {
+                        self.say(format!("recording to {path}"));
+                        self.recording = Some(path);
+                    }
+                    Ok(None) => {
+                        let path = self.recording.take().unwrap_or_default();
+                        self.say(format!("recording saved: {path}"));
+                    }
+                    Err(e) => self.complain(e),
+                }
+                Vec::new()
+            }
+            Action::Error(e) => {
+                self.complain(e);
+                Vec::new()
+            }
+            Action::Resize(w, h) => {
+                self.ui.size = (w, h);
+                Vec::new()
+            }
+        }
+    }
+
+    fn start(&mut self, s: Started) {
+        let n = s.tasks.len();
+        self.live = Live::new(s.tasks);
+        self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));
+        self.kernel = s.kernel;
+        self.cpus = s.cpus;
+        let name = s.preset.name.clone();
+        self.preset = Some(s.preset);
+        if s.warnings.is_empty() {
+            self.say(format!(
+                "{name} running: select a task and press p, +/-, c or s to change it; ? for help"
+            ));
+        } else {
+            self.complain(s.warnings.join("; "));
+        }
+    }
+
+    fn command(&mut self, cmd: Command) -> Vec<Effect> {
+        let read_only = self.replay
+            && matches!(
+                cmd,
+                Command::Policy
+                    | Command::Priority
+                    | Command::NiceUp
+                    | Command::NiceDown
+                    | Command::Cpus
+                    | Command::Slice
+                    | Command::Edit
+                    | Command::CommandLine
+                    | Command::Restart
+                    | Command::Presets
+                    | Command::Record
+            );
+        if read_only {
+            self.complain("a replay is read-only: knobs show what was recorded");
+            return Vec::new();
+        }
+        match cmd {
+            Command::Quit => {
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            Command::Help => {
+                self.ui.mode = Mode::Help;
+                Vec::new()
+            }
+            Command::Up | Command::Down => {
+                let down = cmd == Command::Down;
+                let (sel, len) = match self.ui.panel {
+                    Panel::Tasks => (&mut self.ui.selected_task, self.live.tasks.len()),
+                    Panel::Knobs => (&mut self.ui.selected_knob, self.knobs.len()),
+                };
+                if len > 0 {
+                    *sel = if down {
+                        (*sel + 1) % len
+                    } else {
+                        (*sel + len - 1) % len
+                    };
+                }
+                Vec::new()
+            }
+            Command::NextPanel => {
+                self.ui.panel = match self.ui.panel {
+                    Panel::Tasks => Panel::Knobs,
+                    Panel::Knobs => Panel::Tasks,
+                };
+                Vec::new()
+            }
+            Command::Policy => self.open_policy(),
+            Command::Priority => self.open_input_for_task("priority", |s| {
+                s.rt_priority().map(|p| p.max(1).to_string())
+            }),
+            Command::NiceUp | Command::NiceDown => {
+                self.nudge_nice(if cmd == Command::NiceUp { 1 } else { -1 })
+            }
+            Command::Cpus => self.open_cpu_picker(),
+            Command::Slice => self.open_input_for_task("slice", |s| {
+                s.sched.slice_ns.map(|n| format!("{}us", n / 1000))
+            }),
+            Command::Edit => self.open_edit(),
+            Command::CommandLine => {
+                self.ui.mode = Mode::input("set TASK.KNOB=VALUE or sys.KNOB=VALUE", "", "");
+                Vec::new()
+            }
+            Command::Pause => {
+                self.ui.paused = !self.ui.paused;
+                self.say(if self.ui.paused {
+                    "paused: sampling stopped"
+                } else {
+                    "sampling"
+                });
+                vec![Effect::Pause(self.ui.paused)]
+            }
+            Command::IntervalDown | Command::IntervalUp => {
+                let ms = self.ui.interval.as_millis() as u64;
+                let pos = INTERVALS_MS
+                    .iter()
+                    .position(|&i| i >= ms)
+                    .unwrap_or(INTERVALS_MS.len() - 1);
+                let next = if cmd == Command::IntervalUp {
+                    INTERVALS_MS[(pos + 1).min(INTERVALS_MS.len() - 1)]
+                } else {
+                    INTERVALS_MS[pos.saturating_sub(1)]
+                };
+                self.ui.interval = Duration::from_millis(next);
+                self.say(format!("sampling every {next} ms"));
+                vec![Effect::SetInterval(self.ui.interval)]
+            }
+            Command::ZoomIn | Command::ZoomOut => {
+                let pos = WINDOWS_S
+                    .iter()
+                    .position(|&w| w >= self.ui.window_s)
+                    .unwrap_or(WINDOWS_S.len() - 1);
+                self.ui.window_s = if cmd == Command::ZoomOut {
+                    WINDOWS_S[(pos + 1).min(WINDOWS_S.len() - 1)]
+                } else {
+                    WINDOWS_S[pos.saturating_sub(1)]
+                };
+                self.say(format!("showing the last {} s", self.ui.window_s));
+                Vec::new()
+            }
+            Command::Restart => {
+                self.say("restarting the workload...");
+                vec![Effect::Restart(None)]
+            }
+            Command::Presets => {
+                if self.presets.is_empty() {
+                    self.complain("no presets found");
+                } else {
+                    let current = self
+                        .preset
+                        .as_ref()
+                        .map(|p| p.name.clone())
+                        .unwrap_or_default();
+                    let selected = self
+                        .presets
+                        .iter()
+                        .position(|(n, _)| *n == current)
+                        .unwrap_or(0);
+                    self.ui.mode = Mode::Presets { selected };
+                }
+                Vec::new()
+            }
+            Command::Note => {
+                self.ui.show_note = !self.ui.show_note;
+                Vec::new()
+            }
+            Command::Record => vec![Effect::ToggleRecord],
+        }
+    }
+
+    fn open_policy(&mut self) -> Vec<Effect> {
+        let Some(task) = self.selected_task().map(|t| t.name.clone()) else {
+            self.complain("no task selected");
+            return Vec::new();
+        };
+        let current = self
+            .selected_sample()
+            .and_then(TaskSample::policy)
+            .and_then(Policy::from_kernel)
+            .unwrap_or(Policy::Other);
+        let options: Vec<String> = Policy::ALL.iter().map(|p| p.name().to_string()).collect();
+        let selected = Policy::ALL.iter().position(|p| *p == current).unwrap_or(0);
+        self.ui.mode = Mode::Choice {
+            title: format!("{task}: policy"),
+            options,
+            selected,
+            knob: format!("{task}.policy"),
+        };
+        Vec::new()
+    }
+
+    fn open_input_for_task(
+        &mut self,
+        knob: &str,
+        current: impl Fn(&TaskSample) -> Option<String>,
+    ) -> Vec<Effect> {
+        let Some(task) = self.selected_task().map(|t| t.name.clone()) else {
+            self.complain("no task selected");
+            return Vec::new();
+        };
+        let value = self.selected_sample().and_then(current).unwrap_or_default();
+        self.ui.mode = Mode::input(format!("{task}.{knob}"), format!("{task}.{knob}="), value);
+        Vec::new()
+    }
+
+    fn nudge_nice(&mut self, delta: i32) -> Vec<Effect> {
+        let Some(task) = self.selected_task().map(|t| t.name.clone()) else {
+            self.complain("no task selected");
+            return Vec::new();
+        };
+        let nice = self
+            .selected_sample()
+            .and_then(TaskSample::nice)
+            .unwrap_or(0);
+        let next = (nice + delta).clamp(-20, 19);
+        if next == nice {
+            self.complain(format!("{task}: nice is already {nice} (allowed -20..19)"));
+            return Vec::new();
+        }
+        self.apply(format!("{task}.nice={next}"))
+    }
+
+    fn open_cpu_picker(&mut self) -> Vec<Effect> {
+        let Some(task) = self.selected_task().map(|t| t.name.clone()) else {
+            self.complain("no task selected");
+            return Vec::new();
+        };
+        let n = self.cpus.max(1);
+        let allowed = self.selected_sample().and_then(|s| s.cpus_allowed);
+        let cpus = (0..n)
+            .map(|c| allowed.is_none_or(|a| a.contains(c)))
+            .collect();
+        self.ui.mode = Mode::CpuPicker {
+            task,
+            cpus,
+            cursor: 0,
+        };
+        Vec::new()
+    }
+
+    fn open_edit(&mut self) -> Vec<Effect> {
+        match self.ui.panel {
+            Panel::Tasks => {
+                let task = self
+                    .selected_task()
+                    .map(|t| format!("{}.", t.name))
+                    .unwrap_or_default();
+                self.ui.mode = Mode::input("set TASK.KNOB=VALUE", "", task);
+            }
+            Panel::Knobs => {
+                let Some(k) = self.knobs.get(self.ui.selected_knob).cloned() else {
+                    return Vec::new();
+                };
+                if !k.writable {
+                    let why = k.why_not.unwrap_or_else(|| "read-only".into());
+                    self.complain(format!("{} cannot be changed here: {why}", k.name));
+                    return Vec::new();
+                }
+                self.ui.mode = Mode::input(
+                    format!("{} ({})", k.name, k.allowed),
+                    format!("{}=", k.name),
+                    k.value.unwrap_or_default(),
+                );
+            }
+        }
+        Vec::new()
+    }
+
+    /// Parse a typed setting and ask for it to be applied.
+    fn apply(&mut self, text: String) -> Vec<Effect> {
+        match text.parse::<Setting>() {
+            Ok(s) => {
+                self.say(format!("{s}: applying..."));
+                vec![Effect::Apply(s)]
+            }
+            Err(e) => {
+                self.complain(e);
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

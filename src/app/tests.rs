@@ -1,0 +1,450 @@
+//! App::update without a terminal: every action and every command.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::*;
+use crate::cpuset::CpuSet;
+use crate::knob::sys::KnobInfo;
+use crate::sampler::parse::{SchedFile, Schedstat, StatFile};
+use crate::sampler::{Batch, TaskSample};
+
+pub(crate) fn started() -> Started {
+    Started {
+        preset: PresetView {
+            name: "rt-throttle".into(),
+            summary: "a spinner and a fair thread".into(),
+            note: "Try sys.rt_runtime_us=600000.".into(),
+            focus: vec!["sys.rt_runtime_us".into()],
+            headline: Headline::Share,
+            metric_task: "fair".into(),
+        },
+        tasks: ["fifo", "fair"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| TaskInfo {
+                name: n.to_string(),
+                group: n.to_string(),
+                pid: 100,
+                tid: 100 + i as i32,
+                progress_unit: "iterations".into(),
+                measures_latency: false,
+            })
+            .collect(),
+        kernel: "6.18.0-test".into(),
+        cpus: 2,
+        warnings: Vec::new(),
+    }
+}
+
+/// A batch at `t` seconds: fifo runs 90 % of the time, fair 10 %.
+pub(crate) fn batch(t: u64) -> Batch {
+    let sample = |id: usize, share: f64, policy: u32, prio: i32| TaskSample {
+        id,
+        alive: true,
+        sched: SchedFile {
+            sum_exec_runtime_ns: Some((t as f64 * share * 1e9) as u64),
+            nr_switches: Some(t * 10),
+            nr_voluntary_switches: Some(t * 2),
+            nr_involuntary_switches: Some(t * 8),
+            nr_migrations: Some(0),
+            policy: Some(policy),
+            prio: Some(prio),
+            ..SchedFile::default()
+        },
+        schedstat: Some(Schedstat {
+            run_ns: (t as f64 * share * 1e9) as u64,
+            wait_ns: (t as f64 * (1.0 - share) * 1e9) as u64,
+            timeslices: t * 10,
+        }),
+        stat: Some(StatFile {
+            processor: Some(0),
+            nice: if policy == 0 { -20 } else { 0 },
+            ..StatFile::default()
+        }),
+        cpus_allowed: Some(CpuSet::single(0)),
+        progress: t * 1_000_000,
+        ..TaskSample::default()
+    };
+    let cpu = |busy: u64, steal: u64| crate::sampler::parse::CpuTimes {
+        user: t * busy,
+        steal: t * steal,
+        idle: t * (100 - busy - steal),
+        ..Default::default()
+    };
+    Batch {
+        seq: t,
+        t_ns: 1_000_000_000 + t * 1_000_000_000,
+        tasks: vec![sample(0, 0.9, 1, 98), sample(1, 0.1, 0, 100)],
+        system: crate::sampler::SystemSample {
+            cpus: vec![cpu(98, 2), cpu(5, 1)],
+            ..Default::default()
+        },
+        ..Batch::default()
+    }
+}
+
+pub(crate) fn knobs() -> Vec<KnobInfo> {
+    vec![
+        KnobInfo {
+            name: "sys.rt_runtime_us".into(),
+            value: Some("950000".into()),
+            allowed: "-1 or 0..period".into(),
+            writable: true,
+            why_not: None,
+            path: None,
+            help: String::new(),
+        },
+        KnobInfo {
+            name: "sys.feature.WA_IDLE".into(),
+            value: Some("on".into()),
+            allowed: "on or off".into(),
+            writable: false,
+            why_not: Some("kernel lockdown blocks debugfs writes".into()),
+            path: None,
+            help: String::new(),
+        },
+    ]
+}
+
+pub(crate) fn running_app() -> App {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.update(Action::Started(Box::new(started())));
+    for t in 0..5 {
+        app.update(Action::Batch(Box::new(batch(t))));
+    }
+    app.update(Action::SystemKnobs(knobs()));
+    app.update(Action::Presets(vec![
+        ("pipe-wakeup".into(), "pipes".into()),
+        ("rt-throttle".into(), "rt".into()),
+    ]));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn chars(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn applied(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Apply(s) => Some(s.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn started_and_batches_fill_the_live_data() {
+    let app = running_app();
+    assert_eq!(app.live.tasks.len(), 2);
+    assert_eq!(app.kernel, "6.18.0-test");
+    let fifo = app.live.store.tasks[0].points.back().expect("rates");
+    assert!((fifo.cpu_share - 0.9).abs() < 1e-6);
+    assert_eq!(app.live.last[1].nice(), Some(-20));
+    assert!((app.live.now_s() - 4.0).abs() < 1e-9);
+    assert!(!app.ui.status_is_error);
+}
+
+#[test]
+fn warnings_at_start_show_as_an_error_status() {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    let mut s = started();
+    s.warnings = vec!["fifo: setting policy fifo failed: EPERM".into()];
+    app.update(Action::Started(Box::new(s)));
+    assert!(app.ui.status_is_error);
+    assert!(app.ui.status.contains("EPERM"));
+}
+
+#[test]
+fn quit_and_ctrl_c_quit_from_anywhere() {
+    let mut app = running_app();
+    assert_eq!(key(&mut app, KeyCode::Char('q')), vec![Effect::Quit]);
+    assert!(app.quit);
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char(':'));
+    let fx = app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('c'),
+        KeyModifiers::CONTROL,
+    )));
+    assert_eq!(fx, vec![Effect::Quit]);
+}
+
+#[test]
+fn help_opens_and_any_key_closes_it() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('?'));
+    assert_eq!(app.ui.mode, Mode::Help);
+    key(&mut app, KeyCode::Char('x'));
+    assert_eq!(app.ui.mode, Mode::Normal);
+}
+
+#[test]
+fn selection_moves_and_wraps_in_both_panels_and_by_click() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_task, 1);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_task, 0, "wraps");
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.ui.selected_task, 1);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.ui.panel, Panel::Knobs);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_knob, 1);
+    app.update(Action::ClickTask(0));
+    assert_eq!((app.ui.panel, app.ui.selected_task), (Panel::Tasks, 0));
+    app.update(Action::ClickTask(9));
+    assert_eq!(
+        app.ui.selected_task, 0,
+        "a click below the tasks does nothing"
+    );
+}
+
+#[test]
+fn policy_choice_applies_the_chosen_policy_to_the_selected_task() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Char('p'));
+    let Mode::Choice { selected, .. } = &app.ui.mode else {
+        panic!("{:?}", app.ui.mode)
+    };
+    assert_eq!(*selected, 0, "starts at the task's current policy (other)");
+    key(&mut app, KeyCode::Down);
+    let fx = key(&mut app, KeyCode::Enter);
+    assert_eq!(applied(&fx), ["fair.policy=batch"]);
+    assert_eq!(app.ui.mode, Mode::Normal);
+}
+
+#[test]
+fn priority_and_slice_open_inputs_and_enter_applies_what_was_typed() {
+    let mut app = running_app();
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('P'),
+        KeyModifiers::SHIFT,
+    )));
+    let Mode::Input { buffer, .. } = &app.ui.mode else {
+        panic!("{:?}", app.ui.mode)
+    };
+    assert_eq!(buffer, "1", "fifo's current priority");
+    key(&mut app, KeyCode::Backspace);
+    chars(&mut app, "50");
+    assert_eq!(
+        applied(&key(&mut app, KeyCode::Enter)),
+        ["fifo.priority=50"]
+    );
+    key(&mut app, KeyCode::Char('s'));
+    chars(&mut app, "3ms");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fifo.slice=3ms"]);
+}
+
+#[test]
+fn esc_cancels_any_popup() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('c'));
+    assert!(matches!(app.ui.mode, Mode::CpuPicker { .. }));
+    assert!(key(&mut app, KeyCode::Esc).is_empty());
+    assert_eq!(app.ui.mode, Mode::Normal);
+}
+
+#[test]
+fn nice_keys_step_from_the_kernels_value_and_stop_at_the_range() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Down);
+    assert_eq!(
+        applied(&key(&mut app, KeyCode::Char('+'))),
+        ["fair.nice=-19"]
+    );
+    assert!(key(&mut app, KeyCode::Char('-')).is_empty(), "already -20");
+    assert!(app.ui.status_is_error && app.ui.status.contains("-20..19"));
+}
+
+#[test]
+fn cpu_picker_toggles_and_refuses_an_empty_set() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('c'));
+    let Mode::CpuPicker { cpus, .. } = &app.ui.mode else {
+        panic!()
+    };
+    assert_eq!(cpus, &[true, false], "fifo is on CPU 0 only");
+    key(&mut app, KeyCode::Char('1'));
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fifo.cpus=0-1"]);
+    key(&mut app, KeyCode::Char('c'));
+    key(&mut app, KeyCode::Char(' '));
+    assert!(key(&mut app, KeyCode::Enter).is_empty());
+    assert!(app.ui.status.contains("at least one CPU"));
+    key(&mut app, KeyCode::Char('a'));
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fifo.cpus=0-1"]);
+}
+
+#[test]
+fn knobs_panel_edits_writable_knobs_and_explains_read_only_ones() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Enter);
+    let Mode::Input { prefix, buffer, .. } = &app.ui.mode else {
+        panic!("{:?}", app.ui.mode)
+    };
+    assert_eq!(
+        (prefix.as_str(), buffer.as_str()),
+        ("sys.rt_runtime_us=", "950000")
+    );
+    for _ in 0..6 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    chars(&mut app, "600000");
+    assert_eq!(
+        applied(&key(&mut app, KeyCode::Enter)),
+        ["sys.rt_runtime_us=600000"]
+    );
+    key(&mut app, KeyCode::Down);
+    assert!(key(&mut app, KeyCode::Enter).is_empty());
+    assert!(app.ui.status.contains("lockdown") && app.ui.status_is_error);
+}
+
+#[test]
+fn command_line_takes_any_setting_and_rejects_nonsense() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char(':'));
+    chars(&mut app, "fair.nice=5");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fair.nice=5"]);
+    key(&mut app, KeyCode::Char(':'));
+    chars(&mut app, "nonsense");
+    assert!(key(&mut app, KeyCode::Enter).is_empty());
+    assert!(app.ui.status.contains("TASK.KNOB=VALUE"));
+}
+
+#[test]
+fn knob_results_mark_the_time_axis_or_explain_the_refusal() {
+    let mut app = running_app();
+    app.update(Action::KnobResult {
+        setting: "fair.policy=batch".into(),
+        result: Ok("applied to fair".into()),
+    });
+    assert_eq!(
+        app.live.marks,
+        vec![(4.0, "fair.policy -> batch".to_string())]
+    );
+    app.update(Action::KnobResult {
+        setting: "fifo.policy=deadline".into(),
+        result: Err("EBUSY: admission control".into()),
+    });
+    assert_eq!(app.live.marks.len(), 1, "refusals are not marks");
+    assert!(app.ui.status_is_error && app.ui.status.contains("EBUSY"));
+}
+
+#[test]
+fn pause_stops_taking_batches_and_tells_the_sampler() {
+    let mut app = running_app();
+    assert_eq!(key(&mut app, KeyCode::Char(' ')), vec![Effect::Pause(true)]);
+    let before = app.live.now_s();
+    app.update(Action::Batch(Box::new(batch(9))));
+    assert_eq!(app.live.now_s(), before);
+    assert_eq!(
+        key(&mut app, KeyCode::Char(' ')),
+        vec![Effect::Pause(false)]
+    );
+    app.update(Action::Batch(Box::new(batch(9))));
+    assert!(app.live.now_s() > before);
+}
+
+#[test]
+fn interval_and_zoom_step_through_their_ranges() {
+    let mut app = running_app();
+    assert_eq!(
+        key(&mut app, KeyCode::Char(']')),
+        vec![Effect::SetInterval(Duration::from_millis(200))]
+    );
+    assert_eq!(
+        key(&mut app, KeyCode::Char('[')),
+        vec![Effect::SetInterval(Duration::from_millis(100))]
+    );
+    key(&mut app, KeyCode::Char('['));
+    key(&mut app, KeyCode::Char('['));
+    assert_eq!(
+        app.ui.interval,
+        Duration::from_millis(50),
+        "stops at the fastest"
+    );
+    key(&mut app, KeyCode::Char('z'));
+    assert_eq!(app.ui.window_s, 30.0);
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('Z'),
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(app.ui.window_s, 60.0);
+}
+
+#[test]
+fn restart_presets_note_and_record_ask_for_their_effects() {
+    let mut app = running_app();
+    let fx = app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('R'),
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(fx, vec![Effect::Restart(None)]);
+    key(&mut app, KeyCode::Char('o'));
+    assert_eq!(
+        app.ui.mode,
+        Mode::Presets { selected: 1 },
+        "starts on the current preset"
+    );
+    key(&mut app, KeyCode::Up);
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Effect::Restart(Some("pipe-wakeup".into()))]
+    );
+    key(&mut app, KeyCode::Char('n'));
+    assert!(app.ui.show_note);
+    assert_eq!(
+        key(&mut app, KeyCode::Char('r')),
+        vec![Effect::ToggleRecord]
+    );
+    app.update(Action::Recording(Ok(Some("/tmp/x.jsonl".into()))));
+    assert_eq!(app.recording.as_deref(), Some("/tmp/x.jsonl"));
+    app.update(Action::Recording(Ok(None)));
+    assert!(app.recording.is_none() && app.ui.status.contains("saved"));
+}
+
+#[test]
+fn errors_resizes_and_replays() {
+    let mut app = running_app();
+    app.update(Action::Error("preset x failed".into()));
+    assert!(app.ui.status_is_error);
+    app.update(Action::Resize(100, 30));
+    assert_eq!(app.ui.size, (100, 30));
+    app.replay = true;
+    assert!(key(&mut app, KeyCode::Char('p')).is_empty());
+    assert!(app.ui.status.contains("read-only"));
+    assert_eq!(
+        key(&mut app, KeyCode::Char(' ')),
+        vec![Effect::Pause(true)],
+        "pause still works"
+    );
+}
+
+#[test]
+fn latency_presets_get_per_interval_percentiles() {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    let mut s = started();
+    s.tasks[0].measures_latency = true;
+    app.update(Action::Started(Box::new(s)));
+    for t in 0..3u64 {
+        let mut b = batch(t);
+        b.tasks[0].latency = crate::workload::histogram::Histogram::from_values(
+            (0..(t + 1) * 100).map(|v| 1000 + v),
+        );
+        app.update(Action::Batch(Box::new(b)));
+    }
+    assert_eq!(app.live.latency.len(), 3);
+    let (_, p50, p99) = app.live.latency[2];
+    assert!(p50 >= 1000.0 && p99 >= p50, "{p50} {p99}");
+}

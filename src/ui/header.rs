@@ -1,0 +1,45 @@
+//! The top line: preset, kernel, CPUs, elapsed time, sampling interval, live or paused.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::theme;
+use crate::app::App;
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let preset = app
+        .preset
+        .as_ref()
+        .map_or("(starting)", |p| p.name.as_str());
+    let state = match (app.replay, app.ui.paused) {
+        (true, true) => "REPLAY paused",
+        (true, false) => "REPLAY",
+        (false, true) => "PAUSED",
+        (false, false) => "LIVE",
+    };
+    let mut spans = vec![
+        Span::styled(" schedlab ", theme::title(app)),
+        Span::styled(preset.to_string(), theme::key(app)),
+        Span::raw(format!(
+            "  Linux {}  {} CPUs  t={:.1}s  every {} ms  ",
+            app.kernel,
+            app.cpus,
+            app.live.now_s(),
+            app.ui.interval.as_millis()
+        )),
+        Span::styled(
+            state,
+            if app.ui.paused {
+                theme::error(app)
+            } else {
+                theme::title(app)
+            },
+        ),
+    ];
+    if let Some(path) = &app.recording {
+        spans.push(Span::styled(format!("  ● REC {path}"), theme::error(app)));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,136 @@
+//! Snapshots of every screen region through ratatui's TestBackend (insta).
+
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+
+use crate::app::tests::running_app;
+use crate::app::{Action, App, Mode, Panel};
+
+fn draw(width: u16, height: u16, f: impl FnOnce(&mut ratatui::Frame, Rect)) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
+    terminal.draw(|frame| f(frame, frame.area())).expect("draw");
+    terminal.backend().clone()
+}
+
+fn app_with_change() -> App {
+    let mut app = running_app();
+    app.update(Action::KnobResult {
+        setting: "fair.policy=batch".into(),
+        result: Ok("applied to fair".into()),
+    });
+    for t in 5..8 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
+    app
+}
+
+#[test]
+fn header() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(80, 1, |f, a| super::header::render(f, a, &app)));
+}
+
+#[test]
+fn task_table() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(80, 5, |f, a| super::tasks::render(f, a, &app)));
+}
+
+#[test]
+fn graphs_with_a_knob_change_mark() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(100, 20, |f, a| super::graphs::render(f, a, &app)));
+}
+
+#[test]
+fn knobs_panel_selected_read_only_knob_says_why() {
+    let mut app = app_with_change();
+    app.ui.panel = Panel::Knobs;
+    app.ui.selected_knob = 1;
+    insta::assert_snapshot!(draw(44, 6, |f, a| super::knobs::render(f, a, &app)));
+}
+
+#[test]
+fn teaching_note() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(44, 6, |f, a| super::note::render(f, a, &app)));
+}
+
+#[test]
+fn status_and_keys() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(80, 2, |f, a| {
+        let [s, k] =
+            ratatui::layout::Layout::vertical([ratatui::layout::Constraint::Length(1); 2]).areas(a);
+        super::footer::render_status(f, s, &app);
+        super::footer::render_keys(f, k, &app);
+    }));
+}
+
+#[test]
+fn whole_screen_at_80x24() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(80, 24, |f, _| super::render(f, &app)));
+}
+
+#[test]
+fn whole_screen_at_120x36_has_the_side_panel() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(120, 36, |f, _| super::render(f, &app)));
+}
+
+#[test]
+fn too_small_says_so() {
+    let app = app_with_change();
+    insta::assert_snapshot!(draw(60, 10, |f, _| super::render(f, &app)));
+}
+
+#[test]
+fn popups() {
+    let base = app_with_change();
+    let modes = [
+        ("help", Mode::Help),
+        (
+            "policy",
+            Mode::Choice {
+                title: "fair: policy".into(),
+                options: vec!["other".into(), "batch".into(), "idle".into()],
+                selected: 1,
+                knob: "fair.policy".into(),
+            },
+        ),
+        ("input", Mode::input("fair.slice", "fair.slice=", "3ms")),
+        (
+            "cpus",
+            Mode::CpuPicker {
+                task: "fair".into(),
+                cpus: vec![true, false],
+                cursor: 1,
+            },
+        ),
+        ("presets", Mode::Presets { selected: 1 }),
+    ];
+    for (name, mode) in modes {
+        let mut app = base.clone();
+        app.ui.mode = mode;
+        insta::assert_snapshot!(
+            format!("popup_{name}"),
+            draw(80, 24, |f, _| super::render(f, &app))
+        );
+    }
+}
+
+#[test]
+fn task_rows_map_to_clicks() {
+    let app = app_with_change();
+    let r = super::layout(Rect::new(0, 0, 80, 24), &app);
+    assert_eq!(super::task_at(&r, &app, r.tasks.y + 2), Some(0));
+    assert_eq!(super::task_at(&r, &app, r.tasks.y + 3), Some(1));
+    assert_eq!(super::task_at(&r, &app, r.tasks.y), None, "the title row");
+    assert_eq!(
+        super::task_at(&r, &app, r.tasks.y + 4),
+        None,
+        "below the last task"
+    );
+}
