@@ -43,10 +43,12 @@ pub fn request_elevation() {
     ELEVATE.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Elevate the calling thread if requested (and possible: root). Returns whether it did.
-pub fn elevate_if_requested() -> bool {
+/// Elevate the calling thread if requested (and possible: root). Threads that start
+/// workers pass `reset_on_fork`; the UI thread does not, so the terminal-input thread it
+/// starts inherits the priority. Returns whether it did.
+pub fn elevate_if_requested(reset_on_fork: bool) -> bool {
     if !ELEVATE.load(std::sync::atomic::Ordering::Relaxed) {
         return false;
     }
-    crate::knob::task::set_own_realtime(99).is_ok()
+    crate::knob::task::set_own_realtime(99, reset_on_fork).is_ok()
 }

@@ -287,13 +287,17 @@ const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
 const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
 const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
 
-/// Make the calling thread SCHED_FIFO at `priority`, with RESET_ON_FORK so anything it
-/// starts begins as SCHED_OTHER.
-pub fn set_own_realtime(priority: u32) -> Result<(), Errno> {
+/// Make the calling thread SCHED_FIFO at `priority`. With `reset_on_fork`, anything it
+/// starts (workers!) begins as SCHED_OTHER; without, helper threads inherit it.
+pub fn set_own_realtime(priority: u32, reset_on_fork: bool) -> Result<(), Errno> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: Policy::Fifo.to_kernel(),
-        sched_flags: SCHED_FLAG_RESET_ON_FORK,
+        sched_flags: if reset_on_fork {
+            SCHED_FLAG_RESET_ON_FORK
+        } else {
+            0
+        },
         sched_priority: priority,
         ..SchedAttr::default()
     };

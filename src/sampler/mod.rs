@@ -351,7 +351,7 @@ fn sampler_loop(
     batches: Sender<Batch>,
     recycle: Receiver<Batch>,
 ) {
-    crate::system::elevate_if_requested();
+    crate::system::elevate_if_requested(true);
     let mut next = Instant::now();
     let mut paused = false;
     loop {

@@ -137,7 +137,7 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name("schedlab-controller".into())
         .spawn(move || {
-            crate::system::elevate_if_requested();
+            crate::system::elevate_if_requested(true);
             let send = |e: Event| {
                 let _ = events.send(e);
             };

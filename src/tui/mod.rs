@@ -61,7 +61,7 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
 
 async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<String>> {
     crate::system::request_elevation();
-    crate::system::elevate_if_requested();
+    crate::system::elevate_if_requested(false);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -98,10 +98,23 @@ async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Re
     let mut restored = Vec::new();
     let mut quitting: Option<Instant> = None;
     let mut dirty = true;
+    // SCHEDLAB_TRACE=FILE: append how long each key took from arrival to a drawn screen.
+    let mut trace = std::env::var_os("SCHEDLAB_TRACE").and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .ok()
+    });
+    let mut input_at: Option<Instant> = None;
     loop {
         if dirty {
             let _ = terminal.draw(|f| crate::ui::render(f, &app));
             dirty = false;
+            if let (Some(t), Some(f)) = (input_at.take(), trace.as_mut()) {
+                use std::io::Write as _;
+                let _ = writeln!(f, "key_to_draw_us {}", t.elapsed().as_micros());
+            }
         }
         let action = tokio::select! {
             ev = input.next() => match ev {
@@ -140,6 +153,9 @@ async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Re
             action,
             Action::Key(_) | Action::ClickTask(_) | Action::Resize(..) | Action::KnobResult { .. }
         );
+        if matches!(action, Action::Key(_)) {
+            input_at = Some(Instant::now());
+        }
         for effect in app.update(action) {
             let request = match effect {
                 Effect::Apply(s) => Request::Apply(s),

@@ -1,0 +1,251 @@
+//! The real binary in tmux, driven like a person would: keys in, screen and /proc out.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(args: &[&str], journal: &std::path::Path) -> Option<Tmux> {
+        Self::start_with(args, journal, "")
+    }
+
+    fn start_with(args: &[&str], journal: &std::path::Path, env: &str) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("skipped: tmux is not installed");
+            return None;
+        }
+        let socket = format!("schedlab-test-{}", std::process::id());
+        let cmd = format!(
+            "{env} SCHEDLAB_JOURNAL={} {} {}; echo SCHEDLAB-EXITED-$?; sleep 30",
+            journal.display(),
+            common::exe().display(),
+            args.join(" ")
+        );
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "110",
+                "-y",
+                "32",
+                &cmd,
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session");
+        Some(Tmux { socket })
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let _ = Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", "0", k])
+                .status();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn screen(&self) -> String {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+    }
+
+    fn wait_for(&self, text: &str, limit: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.screen().contains(text) {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// (pid, tid) of a task from its row in the task table.
+fn ids(screen: &str, task: &str) -> Option<(i32, i32)> {
+    let line = screen
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(task))?;
+    let (pid, tid) = line.split_whitespace().nth(1)?.split_once('/')?;
+    Some((pid.parse().ok()?, tid.parse().ok()?))
+}
+
+fn policy_of(pid: i32, tid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with("policy"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|v| v.trim().to_string())
+}
+
+#[test]
+fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(t) = Tmux::start(&["tui", "rt-throttle"], &dir.path().join("j")) else {
+        return;
+    };
+    assert!(
+        t.wait_for("rt-throttle running", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(
+        t.wait_for("fifo/1", Duration::from_secs(5)).is_some(),
+        "{}",
+        t.screen()
+    );
+    let (pid, tid) = ids(&t.screen(), "fair").expect("fair row");
+    assert_eq!(policy_of(pid, tid).as_deref(), Some("0"));
+    // Select the fair thread, open the policy picker, choose batch.
+    t.keys(&["Down", "p", "Down", "Enter"]);
+    assert!(
+        t.wait_for("fair.policy=batch: applied", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    assert_eq!(
+        policy_of(pid, tid).as_deref(),
+        Some("3"),
+        "the kernel has it"
+    );
+    let row = t
+        .screen()
+        .lines()
+        .find(|l| l.starts_with("fair"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        row.contains("batch"),
+        "the table shows what the kernel reports: {row}"
+    );
+    assert!(
+        t.screen().contains("fair.policy -> batch"),
+        "the change is marked on the graphs"
+    );
+    // A refusal is explained, not hidden.
+    t.keys(&[":"]);
+    t.keys(&["fair.nice=99", "Enter"]);
+    assert!(
+        t.wait_for("allowed -20..19", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["q"]);
+    assert!(
+        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(
+        common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+        "workers gone"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+            .unwrap_or_default()
+            .trim(),
+        "950000"
+    );
+}
+
+#[test]
+fn stays_responsive_with_fifo_spinners_on_every_cpu() {
+    let _guard = common::serial();
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root for FIFO");
+        return;
+    }
+    // tmux and this test's own polling must not be starved either, or the measurement is
+    // theirs: run this thread (and the tmux processes it starts) at FIFO 99 too.
+    struct Demote;
+    impl Drop for Demote {
+        fn drop(&mut self) {
+            let me = nix::unistd::gettid().as_raw();
+            let _ = schedlab::knob::task::set_policy(
+                me,
+                &schedlab::knob::task::SchedSettings::default(),
+            );
+        }
+    }
+    schedlab::knob::task::set_own_realtime(99, false).expect("FIFO 99 for the test thread");
+    let _demote = Demote;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cpus = schedlab::system::online_cpus().count().to_string();
+    let count = format!("busy.count={cpus}");
+    let args = [
+        "tui",
+        "nice-ladder",
+        "--set",
+        "busy.nice=0",
+        "--set",
+        count.as_str(),
+        "--set",
+        "busy.policy=fifo",
+    ];
+    let trace = dir.path().join("trace");
+    let env = format!("SCHEDLAB_TRACE={}", trace.display());
+    let Some(t) = Tmux::start_with(&args, &dir.path().join("j"), &env) else {
+        return;
+    };
+    assert!(
+        t.wait_for("nice-ladder running", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(
+        t.wait_for("fifo/1", Duration::from_secs(5)).is_some(),
+        "samples arrive: {}",
+        t.screen()
+    );
+    // Toggle the teaching note and back; each key must show while the spinners run.
+    let mut worst = Duration::ZERO;
+    for (key, text) in [("n", "What the kernel does"), ("n", "CPU share %")] {
+        t.keys(&[key]);
+        let took = t
+            .wait_for(text, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("no effect of {key}: {}", t.screen()));
+        worst = worst.max(took);
+    }
+    // schedlab's own part (key arrives -> screen drawn) is traced; the rest is the
+    // kernel's pty path, whose workers the spinners starve (RT throttling leaves 5 %).
+    let traced = std::fs::read_to_string(&trace).unwrap_or_default();
+    let own: Vec<u64> = traced
+        .lines()
+        .filter_map(|l| l.strip_prefix("key_to_draw_us ")?.parse().ok())
+        .collect();
+    assert!(own.len() >= 2, "every key was handled and drawn: {traced}");
+    eprintln!("under FIFO spinners on every CPU: schedlab key->draw {own:?} us; key->visible in tmux at most {worst:?}");
+    t.keys(&["q"]);
+    assert!(
+        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+}
