@@ -55,6 +55,14 @@ pub enum Cmd {
     },
     /// Restore knobs left changed by a schedlab that died (SIGKILL, crash, power cut).
     Restore,
+    /// Open the workbench on a recording (`run --record`, or `r` in the workbench):
+    /// play, pause, step and seek; knobs read-only.
+    Replay {
+        file: PathBuf,
+        /// Playback speed (1 = as recorded).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+    },
     /// (internal) A worker process: runs worker threads for a run.
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -155,6 +163,9 @@ pub struct RunArgs {
     /// 5s:writer.policy=batch or 2s:sys.rt_runtime_us=600000.
     #[arg(long = "at", value_name = "TIME:KNOB=VALUE")]
     pub at: Vec<String>,
+    /// Record every sample and knob change to FILE (JSON lines; `schedlab replay FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     #[command(flatten)]
     pub system: SystemArgs,
 }

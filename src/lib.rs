@@ -11,6 +11,7 @@ pub mod cpuset;
 pub mod ideal;
 pub mod knob;
 pub mod preset;
+pub mod record;
 pub mod report;
 pub mod run;
 pub mod sampler;

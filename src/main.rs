@@ -71,6 +71,7 @@ fn main() -> ExitCode {
             mount_debugfs,
         }) => cmd_knobs(json, mount_debugfs),
         Some(Cmd::Restore) => cmd_restore(),
+        Some(Cmd::Replay { file, speed }) => cmd_replay(&file, speed),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
             .and_then(|t: Vec<workers::ThreadSpec>| workers::worker_main(&shm, &t)),
@@ -449,6 +450,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     }
     opts.at = at;
     opts.csv = args.csv.clone();
+    opts.record = args.record.clone();
     let result = run(&preset, &opts, &mut system);
     let restored = finish(system);
     let report = result?;
@@ -532,10 +534,9 @@ fn cmd_tui(
         keymap,
         no_color: schedlab::tui::no_color_requested(),
         open_recorder: Box::new(|path| {
-            Err(format!(
-                "recording to {} is not available yet",
-                path.display()
-            ))
+            schedlab::record::FileRecorder::create(path)
+                .map(|r| Box::new(r) as Box<dyn schedlab::record::Recorder>)
+                .map_err(|e| format!("{e:#}"))
         }),
         record_dir,
     };
@@ -556,4 +557,17 @@ fn cmd_tui(
         );
     }
     Ok(())
+}
+
+fn cmd_replay(file: &std::path::Path, speed: f64) -> Result<()> {
+    use std::io::IsTerminal;
+    if !(0.05..=100.0).contains(&speed) {
+        return Err(usage(format!("--speed {speed}: allowed 0.05..100")));
+    }
+    let records = schedlab::record::read(file).map_err(|e| usage(format!("{e:#}")))?;
+    if !std::io::stdout().is_terminal() {
+        return Err(usage("replay opens the workbench and needs a terminal"));
+    }
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    schedlab::tui::replay(records, speed, keymap, schedlab::tui::no_color_requested())
 }

@@ -13,6 +13,7 @@ use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
 use crate::knob::sys::SysKnob;
 use crate::knob::task::Policy;
 use crate::preset::{Headline as HeadlineKind, Preset};
+use crate::record::{FileRecorder, Recorder};
 use crate::report::{
     ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
@@ -44,6 +45,8 @@ pub struct RunOptions {
     pub system_sets: Vec<(SysKnob, Setting)>,
     /// Knob changes in the middle of the run, by time since start.
     pub at: Vec<(Duration, Setting)>,
+    /// Record every sample and knob change to this file (see `record`).
+    pub record: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -57,6 +60,7 @@ impl RunOptions {
             overrides: Vec::new(),
             system_sets: Vec::new(),
             at: Vec::new(),
+            record: None,
         }
     }
 }
@@ -88,6 +92,18 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         ),
         None => None,
     };
+    let mut recorder = match &opts.record {
+        Some(path) => {
+            let mut r = FileRecorder::create(path)?;
+            r.started(&session.started_info(warnings.clone()));
+            r.system_knobs(&crate::knob::sys::list(&sys.probe));
+            for (_, s) in &opts.system_sets {
+                r.knob(&s.to_string(), &Ok("set before start".into()));
+            }
+            Some(r)
+        }
+        None => None,
+    };
     let mut pending: Vec<(Duration, Setting)> = opts.at.clone();
     pending.sort_by_key(|(t, _)| *t);
     pending.reverse();
@@ -114,6 +130,9 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     let mut final_requested = false;
     loop {
         if let Some(batch) = sampler.recv_timeout(Duration::from_millis(20)) {
+            if let Some(r) = recorder.as_mut() {
+                r.batch(&batch);
+            }
             let points = store.push(&batch);
             if let Some(w) = csv.as_mut() {
                 write_csv(w, &session.workload.tasks, &batch.tasks, &points)?;
@@ -155,6 +174,9 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
                 .map_or(0.0, |_| started.elapsed().as_secs_f64());
             let result = session.apply(&setting, sys);
             sampler.send(Command::RefreshStatus);
+            if let Some(r) = recorder.as_mut() {
+                r.knob(&setting.to_string(), &result);
+            }
             let event = EventReport {
                 t_s,
                 setting: setting.to_string(),

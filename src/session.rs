@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
 
+use crate::app::{PresetView, Started, TaskInfo};
 use crate::cpuset::CpuSet;
 use crate::knob::cgroup::{self, Cgroups};
 use crate::knob::journal::{Journal, Restored};
@@ -12,6 +13,7 @@ use crate::knob::sys::{self, Probe, SetContext, SysKnob};
 use crate::knob::task::apply;
 use crate::preset::{Preset, TaskSpec};
 use crate::setting::Setting;
+use crate::workload::kinds::WorkerKind;
 use crate::workload::Workload;
 
 /// System-wide knob state for one schedlab process: what the machine allows, and the
@@ -162,6 +164,37 @@ impl Session {
                 .map_err(|e| anyhow!(e))?;
         }
         Ok((session, warnings))
+    }
+
+    /// What the UI (and a recording) needs to know about this workload.
+    pub fn started_info(&self, warnings: Vec<String>) -> Started {
+        let p = &self.preset;
+        Started {
+            preset: PresetView {
+                name: p.name.clone(),
+                summary: p.summary.clone(),
+                note: p.note.clone(),
+                focus: p.focus.clone(),
+                headline: p.headline,
+                metric_task: p.metric_task.clone(),
+            },
+            tasks: self
+                .workload
+                .tasks
+                .iter()
+                .map(|t| TaskInfo {
+                    name: t.name.clone(),
+                    group: t.group.clone(),
+                    pid: t.pid,
+                    tid: t.tid,
+                    progress_unit: t.progress_unit.to_string(),
+                    measures_latency: t.kind.is_some_and(WorkerKind::measures_latency),
+                })
+                .collect(),
+            kernel: crate::system::kernel_release(),
+            cpus: self.online.count(),
+            warnings,
+        }
     }
 
     pub fn open_gate(&self) {

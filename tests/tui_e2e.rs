@@ -19,19 +19,27 @@ impl Tmux {
             eprintln!("skipped: tmux is not installed");
             return None;
         }
-        let socket = format!("schedlab-test-{}", std::process::id());
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("schedlab-test-{}-{n}", std::process::id());
         let cmd = format!(
             "{env} SCHEDLAB_JOURNAL={} {} {}; echo SCHEDLAB-EXITED-$?; sleep 30",
             journal.display(),
             common::exe().display(),
             args.join(" ")
         );
+        // Recordings made with `r` land in the working directory: the test's temp dir.
+        let cwd = journal
+            .parent()
+            .map_or_else(|| ".".to_string(), |d| d.display().to_string());
         let ok = Command::new("tmux")
             .args([
                 "-L",
                 &socket,
                 "new-session",
                 "-d",
+                "-c",
+                &cwd,
                 "-x",
                 "110",
                 "-y",
@@ -131,16 +139,13 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
         Some("3"),
         "the kernel has it"
     );
-    let row = t
-        .screen()
-        .lines()
-        .find(|l| l.starts_with("fair"))
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        row.contains("batch"),
-        "the table shows what the kernel reports: {row}"
-    );
+    // The table shows what the kernel reports, from the next sample on.
+    let row_shows_batch = common::wait_until(Duration::from_secs(3), || {
+        t.screen()
+            .lines()
+            .any(|l| l.starts_with("fair") && l.contains("batch"))
+    });
+    assert!(row_shows_batch, "{}", t.screen());
     assert!(
         t.screen().contains("fair.policy -> batch"),
         "the change is marked on the graphs"
@@ -244,6 +249,95 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     t.keys(&["q"]);
     assert!(
         t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+}
+
+#[test]
+fn recording_from_the_workbench_and_replaying_it() {
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(t) = Tmux::start(&["tui", "rt-throttle"], &dir.path().join("j")) else {
+        return;
+    };
+    assert!(
+        t.wait_for("fifo/1", Duration::from_secs(10)).is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["r"]);
+    assert!(
+        t.wait_for("recording to", Duration::from_secs(5)).is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["Down", "+"]);
+    assert!(
+        t.wait_for("fair.nice=-19: applied", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    t.keys(&["r"]);
+    assert!(
+        t.wait_for("recording saved", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["q"]);
+    assert!(
+        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    drop(t);
+    let file = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a recording in the working directory");
+    let records = schedlab::record::read(&file).expect("readable recording");
+    assert!(records.iter().any(|r| matches!(r, schedlab::record::Record::Knob { setting, ok: true, .. } if setting == "fair.nice=-19")));
+    assert!(
+        records
+            .iter()
+            .filter(|r| matches!(r, schedlab::record::Record::Batch { .. }))
+            .count()
+            >= 3
+    );
+
+    let Some(t) = Tmux::start(
+        &["replay", file.to_str().expect("utf8")],
+        &dir.path().join("j2"),
+    ) else {
+        return;
+    };
+    assert!(
+        t.wait_for("REPLAY", Duration::from_secs(5)).is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(
+        t.wait_for("fair.nice -> -19", Duration::from_secs(5))
+            .is_some(),
+        "the knob change is replayed: {}",
+        t.screen()
+    );
+    t.keys(&["p"]);
+    assert!(
+        t.wait_for("read-only", Duration::from_secs(5)).is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["q"]);
+    assert!(
+        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(5))
             .is_some(),
         "{}",
         t.screen()

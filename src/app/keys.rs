@@ -31,11 +31,15 @@ pub enum Command {
     Presets,
     Note,
     Record,
+    StepBack,
+    StepForward,
+    SeekBack,
+    SeekForward,
 }
 
 impl Command {
     /// (config name, default keys, what it does) for every command, in help order.
-    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 22] = [
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 26] = [
         (
             Command::Quit,
             "quit",
@@ -98,6 +102,30 @@ impl Command {
         (Command::Presets, "presets", &["o"], "switch preset"),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
         (Command::Record, "record", &["r"], "record to a file on/off"),
+        (
+            Command::StepBack,
+            "step_back",
+            &[","],
+            "replay: one sample back",
+        ),
+        (
+            Command::StepForward,
+            "step_forward",
+            &["."],
+            "replay: one sample on",
+        ),
+        (
+            Command::SeekBack,
+            "seek_back",
+            &["left"],
+            "replay: 10 s back",
+        ),
+        (
+            Command::SeekForward,
+            "seek_forward",
+            &["right"],
+            "replay: 10 s on",
+        ),
     ];
 
     pub fn help(self) -> &'static str {

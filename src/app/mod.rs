@@ -22,7 +22,7 @@ use keys::{Command, KeyMap};
 pub use modal::Mode;
 
 /// A task as the UI shows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskInfo {
     pub name: String,
     pub group: String,
@@ -33,7 +33,7 @@ pub struct TaskInfo {
 }
 
 /// The parts of a preset the screen shows.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PresetView {
     pub name: String,
     pub summary: String,
@@ -44,7 +44,7 @@ pub struct PresetView {
 }
 
 /// What the controller reports once a workload runs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Started {
     pub preset: PresetView,
     pub tasks: Vec<TaskInfo>,
@@ -81,6 +81,10 @@ pub enum Effect {
     /// Restart the workload, with another preset if named.
     Restart(Option<String>),
     ToggleRecord,
+    /// Replay only: move by this many samples (negative: back).
+    Step(i32),
+    /// Replay only: move by this many seconds.
+    Seek(f64),
     Quit,
 }
 
@@ -281,7 +285,8 @@ impl App {
                 Vec::new()
             }
             Action::Batch(batch) => {
-                if !self.ui.paused {
+                // A paused replay still takes the samples it is stepped or seeked to.
+                if !self.ui.paused || self.replay {
                     self.live.ingest(&batch);
                 }
                 Vec::new()
@@ -489,6 +494,16 @@ impl App {
                 Vec::new()
             }
             Command::Record => vec![Effect::ToggleRecord],
+            Command::StepBack | Command::StepForward | Command::SeekBack | Command::SeekForward
+                if !self.replay =>
+            {
+                self.complain("stepping and seeking work in a replay (schedlab replay FILE)");
+                Vec::new()
+            }
+            Command::StepBack => vec![Effect::Step(-1)],
+            Command::StepForward => vec![Effect::Step(1)],
+            Command::SeekBack => vec![Effect::Seek(-10.0)],
+            Command::SeekForward => vec![Effect::Seek(10.0)],
         }
     }
 

@@ -288,7 +288,7 @@ impl SysKnob {
 }
 
 /// One knob for `schedlab knobs`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct KnobInfo {
     pub name: String,
     pub value: Option<String>,

@@ -30,7 +30,7 @@ pub struct Target {
 }
 
 /// Raw counters of one task at one instant.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskSample {
     pub id: usize,
     /// False once the task has exited; counters then keep their last values.
@@ -42,6 +42,7 @@ pub struct TaskSample {
     pub cpus_allowed: Option<CpuSet>,
     pub progress: u64,
     /// Copy of the task's latency histogram (empty for tasks that measure none).
+    #[serde(default, skip_serializing_if = "Histogram::is_empty")]
     pub latency: Histogram,
 }
 
@@ -98,7 +99,7 @@ impl Clone for TaskSample {
 }
 
 /// System-wide counters at one instant.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SystemSample {
     pub total: CpuTimes,
     pub cpus: Vec<CpuTimes>,
@@ -106,7 +107,7 @@ pub struct SystemSample {
 }
 
 /// Everything read in one sampling round.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Batch {
     pub seq: u64,
     /// CLOCK_MONOTONIC ns when the round started.

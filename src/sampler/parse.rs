@@ -4,7 +4,7 @@ use crate::cpuset::CpuSet;
 
 /// Fields of /proc/PID/task/TID/sched. Times in ns: the file prints ms with 6 decimals
 /// ("1022.815609" -> 1_022_815_609 ns), parsed exactly with integer arithmetic.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SchedFile {
     /// se.sum_exec_runtime
     pub sum_exec_runtime_ns: Option<u64>,
@@ -116,7 +116,7 @@ fn take_trailing_u32(s: &[u8]) -> Option<(&[u8], u32)> {
 }
 
 /// /proc/.../schedstat: "run_ns wait_ns timeslices".
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Schedstat {
     pub run_ns: u64,
     pub wait_ns: u64,
@@ -137,7 +137,7 @@ pub fn parse_schedstat(buf: &[u8]) -> Option<Schedstat> {
 /// /proc/.../stat. comm is in parens and may contain spaces and ')' — split at the LAST ')'.
 /// Field numbers as in proc(5) (1-based): 3 state, 14 utime, 15 stime, 18 priority,
 /// 19 nice, 20 num_threads, 39 processor, 40 rt_priority, 41 policy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StatFile {
     pub state: u8,
     pub utime_ticks: u64,
@@ -231,7 +231,7 @@ pub fn parse_status(buf: &[u8]) -> StatusFile {
 }
 
 /// One CPU's line of /proc/stat, in USER_HZ ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CpuTimes {
     pub user: u64,
     pub nice: u64,
@@ -345,7 +345,7 @@ pub fn parse_proc_stat_ctxt(buf: &[u8]) -> Option<u64> {
 }
 
 /// /proc/pressure/cpu.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pressure {
     pub some_avg10: f64,
     pub some_avg60: f64,

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::app::{PresetView, Started, TaskInfo};
+use crate::app::Started;
 use crate::knob::sys;
 use crate::preset::Preset;
+use crate::record::Recorder;
 use crate::sampler::{Batch, Command as SamplerCommand, Sampler, Target};
 use crate::session::{Session, SystemKnobs};
 use crate::setting::Setting;
@@ -49,13 +50,6 @@ struct Running {
     sampler: Sampler,
 }
 
-/// Where the controller records samples and knob changes (issue: record & replay).
-pub trait Recorder: Send {
-    fn started(&mut self, s: &Started);
-    fn batch(&mut self, b: &Batch);
-    fn knob(&mut self, setting: &str, result: &Result<String, String>);
-}
-
 /// Opens a recorder for a path; given by the TUI so the controller stays format-agnostic.
 pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>, String> + Send>;
 
@@ -83,38 +77,8 @@ fn start(
     session.open_gate();
     let sampler = Sampler::spawn(targets, Some(session.workload.shm()), interval)
         .map_err(|e| format!("starting the sampler: {e}"))?;
-    let started = started_info(&session, preset, warnings);
+    let started = session.started_info(warnings);
     Ok((Running { session, sampler }, started))
-}
-
-/// What the UI (and a recording) needs to know about a running workload.
-fn started_info(session: &Session, preset: &Preset, warnings: Vec<String>) -> Started {
-    Started {
-        preset: PresetView {
-            name: preset.name.clone(),
-            summary: preset.summary.clone(),
-            note: preset.note.clone(),
-            focus: preset.focus.clone(),
-            headline: preset.headline,
-            metric_task: preset.metric_task.clone(),
-        },
-        tasks: session
-            .workload
-            .tasks
-            .iter()
-            .map(|t| TaskInfo {
-                name: t.name.clone(),
-                group: t.group.clone(),
-                pid: t.pid,
-                tid: t.tid,
-                progress_unit: t.progress_unit.to_string(),
-                measures_latency: t.kind.is_some_and(WorkerKind::measures_latency),
-            })
-            .collect(),
-        kernel: crate::system::kernel_release(),
-        cpus: crate::system::online_cpus().count(),
-        warnings,
-    }
 }
 
 fn stop(running: Option<Running>) {
@@ -230,12 +194,9 @@ pub fn spawn(
                     Request::Record(Some(path)) => match open_recorder(&path) {
                         Ok(mut rec) => {
                             if let Some(r) = &running {
-                                rec.started(&started_info(
-                                    &r.session,
-                                    &r.session.preset,
-                                    Vec::new(),
-                                ));
+                                rec.started(&r.session.started_info(Vec::new()));
                             }
+                            rec.system_knobs(&sys::list(&sys.probe));
                             recorder = Some(rec);
                             send(Event::Recording(Ok(Some(path.display().to_string()))));
                         }

@@ -2,6 +2,7 @@
 //! [`Action`]s, carries out the App's [`Effect`]s by messaging the controller, and draws.
 
 pub mod controller;
+pub mod player;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,19 +50,89 @@ fn to_action(e: Event) -> Option<Action> {
     })
 }
 
+/// Where the App's news comes from.
+enum Source {
+    Live {
+        ctl: std::sync::mpsc::Sender<Request>,
+        events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+        handle: std::thread::JoinHandle<()>,
+    },
+    Replay(player::Player),
+}
+
+/// What woke the loop.
+enum Wake {
+    Input(Option<Action>),
+    News(Option<Event>),
+    Due,
+    Tick,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .context("starting the event loop")
+}
+
 /// Run the workbench on `preset` until the user quits. Every knob is restored and every
 /// task gone when this returns, also after Ctrl-C, SIGTERM or SIGHUP.
 pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<String>> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .context("starting the event loop")?;
-    rt.block_on(event_loop(preset, system, opts))
+    runtime()?.block_on(async {
+        crate::system::request_elevation();
+        crate::system::elevate_if_requested(false);
+        let (ev_tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let (ctl, handle) = controller::spawn(
+            preset,
+            opts.exe.clone(),
+            opts.interval,
+            system,
+            opts.open_recorder,
+            ev_tx,
+        )
+        .context("starting the controller thread")?;
+        let mut app = App::new(opts.keymap, opts.interval, opts.no_color);
+        let presets = crate::preset::list()
+            .into_iter()
+            .flatten()
+            .map(|p| (p.name, p.summary))
+            .collect();
+        app.update(Action::Presets(presets));
+        event_loop(
+            app,
+            Source::Live {
+                ctl,
+                events,
+                handle,
+            },
+            &opts.record_dir,
+        )
+        .await
+    })
 }
 
-async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<String>> {
-    crate::system::request_elevation();
-    crate::system::elevate_if_requested(false);
+/// Open the workbench on a recording: same screens, knobs read-only.
+pub fn replay(
+    records: Vec<crate::record::Record>,
+    speed: f64,
+    keymap: KeyMap,
+    no_color: bool,
+) -> Result<()> {
+    runtime()?.block_on(async {
+        let mut app = App::new(keymap, Duration::from_millis(100), no_color);
+        app.replay = true;
+        let player = player::Player::new(records, speed);
+        event_loop(app, Source::Replay(player), std::path::Path::new("."))
+            .await
+            .map(drop)
+    })
+}
+
+async fn event_loop(
+    mut app: App,
+    mut source: Source,
+    record_dir: &std::path::Path,
+) -> Result<Vec<String>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -71,24 +142,6 @@ async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Re
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
-    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (ctl, handle) = controller::spawn(
-        preset,
-        opts.exe.clone(),
-        opts.interval,
-        system,
-        opts.open_recorder,
-        ev_tx,
-    )
-    .context("starting the controller thread")?;
-    let mut app = App::new(opts.keymap, opts.interval, opts.no_color);
-    let presets = crate::preset::list()
-        .into_iter()
-        .flatten()
-        .map(|p| (p.name, p.summary))
-        .collect();
-    app.update(Action::Presets(presets));
-
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     let size = terminal.size().unwrap_or_default();
@@ -116,8 +169,8 @@ async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Re
                 let _ = writeln!(f, "key_to_draw_us {}", t.elapsed().as_micros());
             }
         }
-        let action = tokio::select! {
-            ev = input.next() => match ev {
+        let wake = tokio::select! {
+            ev = input.next() => Wake::Input(match ev {
                 Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => Some(Action::Key(k)),
                 Some(Ok(TermEvent::Mouse(m))) if m.kind == MouseEventKind::Down(MouseButton::Left) => {
                     let area = ratatui::layout::Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
@@ -125,67 +178,125 @@ async fn event_loop(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Re
                 }
                 Some(Ok(TermEvent::Resize(w, h))) => Some(Action::Resize(w, h)),
                 _ => None,
-            },
-            news = ev_rx.recv() => match news {
-                Some(Event::Stopped(r)) => {
-                    restored = r;
-                    break;
-                }
-                Some(e) => to_action(e),
-                None => break,
-            },
-            _ = tick.tick() => {
-                dirty = true;
-                None
-            }
+            }),
+            news = next_news(&mut source) => news,
+            _ = tick.tick() => Wake::Tick,
         };
+        let mut actions = Vec::new();
+        match wake {
+            Wake::Input(a) => actions.extend(a),
+            Wake::News(Some(Event::Stopped(r))) => {
+                restored = r;
+                break;
+            }
+            Wake::News(Some(e)) => actions.extend(to_action(e)),
+            Wake::News(None) => break,
+            Wake::Due => {
+                if let Source::Replay(p) = &mut source {
+                    actions.extend(p.due());
+                }
+            }
+            Wake::Tick => dirty = true,
+        }
         if stop.load(Ordering::Relaxed) && quitting.is_none() {
             app.quit = true;
-            let _ = ctl.send(Request::Quit);
+            actions.clear();
+            request(&source, Request::Quit);
             quitting = Some(Instant::now());
         }
-        if quitting.is_some_and(|t| t.elapsed() > Duration::from_secs(10)) {
+        if quitting.is_some_and(|t| t.elapsed() > Duration::from_secs(10))
+            || (app.quit && matches!(source, Source::Replay(_)))
+        {
             break;
         }
-        let Some(action) = action else { continue };
-        // Input redraws at once (a key shows its effect immediately); data waits for the tick.
-        let is_input = matches!(
-            action,
-            Action::Key(_) | Action::ClickTask(_) | Action::Resize(..) | Action::KnobResult { .. }
-        );
-        if matches!(action, Action::Key(_)) {
-            input_at = Some(Instant::now());
-        }
-        for effect in app.update(action) {
-            let request = match effect {
-                Effect::Apply(s) => Request::Apply(s),
-                Effect::SetInterval(d) => Request::SetInterval(d),
-                Effect::Pause(p) => Request::Pause(p),
-                Effect::Restart(p) => Request::Restart(p),
-                Effect::ToggleRecord => Request::Record(match app.recording {
-                    Some(_) => None,
-                    None => Some(
-                        opts.record_dir
-                            .join(format!("schedlab-{}.jsonl", chrono_stamp())),
-                    ),
-                }),
-                Effect::Quit => {
-                    quitting.get_or_insert_with(Instant::now);
-                    Request::Quit
+        for action in actions {
+            // Input redraws at once (a key shows its effect immediately); data waits for the tick.
+            let is_input = matches!(
+                action,
+                Action::Key(_)
+                    | Action::ClickTask(_)
+                    | Action::Resize(..)
+                    | Action::KnobResult { .. }
+            );
+            if matches!(action, Action::Key(_)) {
+                input_at = Some(Instant::now());
+            }
+            let mut effects: std::collections::VecDeque<Effect> = app.update(action).into();
+            while let Some(effect) = effects.pop_front() {
+                match (&mut source, effect) {
+                    (Source::Replay(p), Effect::Pause(paused)) => p.pause(paused),
+                    (Source::Replay(p), Effect::Step(n)) => feed(&mut app, p.step(n), &mut effects),
+                    (Source::Replay(p), Effect::Seek(s)) => feed(&mut app, p.seek(s), &mut effects),
+                    (Source::Replay(_), Effect::Quit) => app.quit = true,
+                    (Source::Replay(_), _) => {}
+                    (Source::Live { ctl, .. }, effect) => {
+                        let req = match effect {
+                            Effect::Apply(s) => Some(Request::Apply(s)),
+                            Effect::SetInterval(d) => Some(Request::SetInterval(d)),
+                            Effect::Pause(p) => Some(Request::Pause(p)),
+                            Effect::Restart(p) => Some(Request::Restart(p)),
+                            Effect::ToggleRecord => Some(Request::Record(match app.recording {
+                                Some(_) => None,
+                                None => {
+                                    Some(record_dir.join(format!("schedlab-{}.jsonl", unix_time())))
+                                }
+                            })),
+                            Effect::Quit => {
+                                quitting.get_or_insert_with(Instant::now);
+                                Some(Request::Quit)
+                            }
+                            // The App only asks for these in a replay.
+                            Effect::Step(_) | Effect::Seek(_) => None,
+                        };
+                        if let Some(req) = req {
+                            let _ = ctl.send(req);
+                        }
+                    }
                 }
-            };
-            let _ = ctl.send(request);
+            }
+            dirty |= is_input;
         }
-        dirty |= is_input;
+        if app.quit && matches!(source, Source::Replay(_)) {
+            break;
+        }
     }
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
-    let _ = handle.join();
+    if let Source::Live { handle, .. } = source {
+        let _ = handle.join();
+    }
     Ok(restored)
 }
 
+/// The next news from the controller, or the next due record of a replay.
+async fn next_news(source: &mut Source) -> Wake {
+    match source {
+        Source::Live { events, .. } => Wake::News(events.recv().await),
+        Source::Replay(p) => match p.next_due_in() {
+            Some(d) => {
+                tokio::time::sleep(d).await;
+                Wake::Due
+            }
+            None => std::future::pending().await,
+        },
+    }
+}
+
+fn request(source: &Source, r: Request) {
+    if let Source::Live { ctl, .. } = source {
+        let _ = ctl.send(r);
+    }
+}
+
+/// Feed replayed actions to the App (their effects join the queue).
+fn feed(app: &mut App, actions: Vec<Action>, effects: &mut std::collections::VecDeque<Effect>) {
+    for a in actions {
+        effects.extend(app.update(a));
+    }
+}
+
 /// Seconds since the epoch, for recording file names.
-fn chrono_stamp() -> u64 {
+fn unix_time() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

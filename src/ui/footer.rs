@@ -28,10 +28,13 @@ pub fn render_keys(frame: &mut Frame, area: Rect, app: &App) {
         Mode::Normal => {
             let cmds: &[(Command, &str)] = match (app.replay, app.ui.panel) {
                 (true, _) => &[
-                    (Command::Quit, "quit"),
                     (Command::Pause, "play/pause"),
-                    (Command::Up, "task"),
+                    (Command::StepBack, "step back"),
+                    (Command::StepForward, "step"),
+                    (Command::SeekBack, "-10s"),
+                    (Command::SeekForward, "+10s"),
                     (Command::ZoomIn, "zoom"),
+                    (Command::Quit, "quit"),
                     (Command::Help, "help"),
                 ],
                 (false, Panel::Knobs) => &[

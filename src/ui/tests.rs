@@ -134,3 +134,11 @@ fn task_rows_map_to_clicks() {
         "below the last task"
     );
 }
+
+#[test]
+fn replay_screen_says_replay_and_offers_its_keys() {
+    let mut app = app_with_change();
+    app.replay = true;
+    app.ui.paused = true;
+    insta::assert_snapshot!(draw(80, 24, |f, _| super::render(f, &app)));
+}

@@ -83,14 +83,61 @@ impl AtomicHistogram {
     }
 }
 
-/// A plain copy of a histogram.
-#[derive(Debug, Default, PartialEq)]
+/// A plain copy of a histogram. Serialized sparsely: only non-empty buckets.
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "SparseHistogram", from = "SparseHistogram")]
 pub struct Histogram {
     pub buckets: Vec<u64>,
     pub count: u64,
     pub sum: u64,
     pub min: u64,
     pub max: u64,
+}
+
+/// The on-disk form of a histogram: (bucket, count) pairs for non-empty buckets.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct SparseHistogram {
+    count: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+    buckets: Vec<(u32, u64)>,
+}
+
+impl From<Histogram> for SparseHistogram {
+    fn from(h: Histogram) -> Self {
+        SparseHistogram {
+            count: h.count,
+            sum: h.sum,
+            min: h.min,
+            max: h.max,
+            buckets: h
+                .buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (i as u32, *n))
+                .collect(),
+        }
+    }
+}
+
+impl From<SparseHistogram> for Histogram {
+    fn from(s: SparseHistogram) -> Self {
+        let mut buckets = vec![0; BUCKETS];
+        for (i, n) in s.buckets {
+            if let Some(b) = buckets.get_mut(i as usize) {
+                *b = n;
+            }
+        }
+        Histogram {
+            buckets,
+            count: s.count,
+            sum: s.sum,
+            min: s.min,
+            max: s.max,
+        }
+    }
 }
 
 impl Clone for Histogram {
@@ -125,6 +172,10 @@ pub struct Percentiles {
 }
 
 impl Histogram {
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     pub fn from_values(values: impl IntoIterator<Item = u64>) -> Histogram {
         let mut h = Histogram {
             buckets: vec![0; BUCKETS],
