@@ -3,8 +3,6 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -152,6 +150,19 @@ fn cmd_restore() -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// JSON to stdout (`-`) or a file (then the table on stdout too), else the table.
+fn print_report<T: serde::Serialize>(json: Option<&str>, report: &T, table: String) -> Result<()> {
+    match json {
+        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(report)?)),
+        Some(path) => {
+            std::fs::write(path, serde_json::to_string_pretty(report)?)
+                .with_context(|| format!("writing {path}"))?;
+            emit(&table)
+        }
+        None => emit(&table),
     }
 }
 
@@ -376,15 +387,7 @@ fn prepare(
 
     remove_stale_run_dirs();
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
+    let stop = schedlab::system::stop_on_signals().context("installing signal handlers")?;
     let mut opts = RunOptions::new(exe);
     opts.duration = duration;
     opts.interval = interval_d;
@@ -455,15 +458,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    match args.json.as_deref() {
-        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
-        Some(path) => {
-            std::fs::write(path, serde_json::to_string_pretty(&report)?)
-                .with_context(|| format!("writing {path}"))?;
-            emit(&render_table(&report))
-        }
-        None => emit(&render_table(&report)),
-    }
+    print_report(args.json.as_deref(), &report, render_table(&report))
 }
 
 fn cmd_sweep(args: SweepArgs) -> Result<()> {
@@ -494,15 +489,11 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    match args.json.as_deref() {
-        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(&report)?)),
-        Some(path) => {
-            std::fs::write(path, serde_json::to_string_pretty(&report)?)
-                .with_context(|| format!("writing {path}"))?;
-            emit(&schedlab::sweep::render(&report))
-        }
-        None => emit(&schedlab::sweep::render(&report)),
-    }
+    print_report(
+        args.json.as_deref(),
+        &report,
+        schedlab::sweep::render(&report),
+    )
 }
 
 fn cmd_tui(

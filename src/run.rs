@@ -19,7 +19,7 @@ use crate::report::{
     SeriesPoint, StageReport, TaskReport,
 };
 use crate::sampler::parse::policy_name;
-use crate::sampler::{Command, Sampler, Target, TaskSample};
+use crate::sampler::{Command, Sampler, TaskSample};
 use crate::session::{Session, SystemKnobs};
 use crate::setting::Setting;
 use crate::store::{Store, TaskRates};
@@ -70,19 +70,7 @@ impl RunOptions {
 pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<RunReport> {
     let (mut session, warnings) =
         Session::start(preset.clone(), &opts.system_sets, &opts.exe, sys)?;
-    let targets: Vec<Target> = session
-        .workload
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(id, t)| Target {
-            id,
-            pid: t.pid,
-            tid: t.tid,
-            slot: Some(t.slot),
-            latency: t.kind.is_some_and(WorkerKind::measures_latency),
-        })
-        .collect();
+    let targets = session.sampler_targets();
     let retention =
         (opts.duration.as_secs_f64() / opts.interval.as_secs_f64().max(1e-3)) as usize + 16;
     let mut store = Store::new(targets.len(), retention);

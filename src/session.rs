@@ -197,6 +197,22 @@ impl Session {
         }
     }
 
+    /// What the sampler reads for each task, in task order.
+    pub fn sampler_targets(&self) -> Vec<crate::sampler::Target> {
+        self.workload
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(id, t)| crate::sampler::Target {
+                id,
+                pid: t.pid,
+                tid: t.tid,
+                slot: Some(t.slot),
+                latency: t.kind.is_some_and(WorkerKind::measures_latency),
+            })
+            .collect()
+    }
+
     pub fn open_gate(&self) {
         self.workload.open_gate();
     }

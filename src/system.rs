@@ -52,3 +52,16 @@ pub fn elevate_if_requested(reset_on_fork: bool) -> bool {
     }
     crate::knob::task::set_own_realtime(99, reset_on_fork).is_ok()
 }
+
+/// A flag that SIGINT, SIGTERM and SIGHUP set: every command ends cleanly on them.
+pub fn stop_on_signals() -> std::io::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}

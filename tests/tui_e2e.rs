@@ -61,6 +61,13 @@ impl Tmux {
         }
     }
 
+    /// Press q and wait until schedlab has exited with status 0.
+    fn quit(&self) {
+        self.keys(&["q"]);
+        let exited = self.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10));
+        assert!(exited.is_some(), "{}", self.screen());
+    }
+
     fn screen(&self) -> String {
         Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
@@ -159,13 +166,7 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
         "{}",
         t.screen()
     );
-    t.keys(&["q"]);
-    assert!(
-        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        t.screen()
-    );
+    t.quit();
     assert!(
         common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
         "workers gone"
@@ -246,13 +247,7 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         .collect();
     assert!(own.len() >= 2, "every key was handled and drawn: {traced}");
     eprintln!("under FIFO spinners on every CPU: schedlab key->draw {own:?} us; key->visible in tmux at most {worst:?}");
-    t.keys(&["q"]);
-    assert!(
-        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        t.screen()
-    );
+    t.quit();
 }
 
 #[test]
@@ -288,13 +283,7 @@ fn recording_from_the_workbench_and_replaying_it() {
         "{}",
         t.screen()
     );
-    t.keys(&["q"]);
-    assert!(
-        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        t.screen()
-    );
+    t.quit();
     drop(t);
     let file = std::fs::read_dir(dir.path())
         .expect("dir")
@@ -335,11 +324,5 @@ fn recording_from_the_workbench_and_replaying_it() {
         "{}",
         t.screen()
     );
-    t.keys(&["q"]);
-    assert!(
-        t.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(5))
-            .is_some(),
-        "{}",
-        t.screen()
-    );
+    t.quit();
 }

@@ -12,10 +12,9 @@ use crate::app::Started;
 use crate::knob::sys;
 use crate::preset::Preset;
 use crate::record::Recorder;
-use crate::sampler::{Batch, Command as SamplerCommand, Sampler, Target};
+use crate::sampler::{Batch, Command as SamplerCommand, Sampler};
 use crate::session::{Session, SystemKnobs};
 use crate::setting::Setting;
-use crate::workload::kinds::WorkerKind;
 
 /// Requests from the UI.
 #[derive(Debug)]
@@ -61,19 +60,7 @@ fn start(
 ) -> Result<(Running, Started), String> {
     let (session, warnings) =
         Session::start(preset.clone(), &[], exe, sys).map_err(|e| format!("{e:#}"))?;
-    let targets: Vec<Target> = session
-        .workload
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(id, t)| Target {
-            id,
-            pid: t.pid,
-            tid: t.tid,
-            slot: Some(t.slot),
-            latency: t.kind.is_some_and(WorkerKind::measures_latency),
-        })
-        .collect();
+    let targets = session.sampler_targets();
     session.open_gate();
     let sampler = Sampler::spawn(targets, Some(session.workload.shm()), interval)
         .map_err(|e| format!("starting the sampler: {e}"))?;

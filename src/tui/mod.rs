@@ -5,8 +5,7 @@ pub mod controller;
 pub mod player;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -133,15 +132,7 @@ async fn event_loop(
     mut source: Source,
     record_dir: &std::path::Path,
 ) -> Result<Vec<String>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing signal handlers")?;
-    }
+    let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     let size = terminal.size().unwrap_or_default();
