@@ -142,3 +142,36 @@ fn replay_screen_says_replay_and_offers_its_keys() {
     app.ui.paused = true;
     insta::assert_snapshot!(draw(80, 24, |f, _| super::render(f, &app)));
 }
+
+#[test]
+fn no_color_uses_no_colours_but_shapes_and_reverse_video() {
+    let mut app = app_with_change();
+    app.no_color = true;
+    let colours = |s: ratatui::style::Style| s.fg.is_some() || s.bg.is_some();
+    assert!(!colours(super::theme::series(&app, 1)));
+    assert!(!colours(super::theme::mark(&app)));
+    assert!(!colours(super::theme::selected(&app)));
+    assert!(super::theme::selected(&app)
+        .add_modifier
+        .contains(ratatui::style::Modifier::REVERSED));
+    assert_ne!(
+        super::theme::marker(&app, 0),
+        super::theme::marker(&app, 1),
+        "lines differ by shape"
+    );
+    let backend = draw(80, 24, |f, _| super::render(f, &app));
+    let coloured_cells = backend
+        .buffer()
+        .content
+        .iter()
+        .filter(|c| c.fg != ratatui::style::Color::Reset || c.bg != ratatui::style::Color::Reset)
+        .count();
+    assert_eq!(coloured_cells, 0, "NO_COLOR: not one coloured cell");
+    app.no_color = false;
+    let backend = draw(80, 24, |f, _| super::render(f, &app));
+    assert!(backend
+        .buffer()
+        .content
+        .iter()
+        .any(|c| c.fg != ratatui::style::Color::Reset));
+}
