@@ -711,3 +711,47 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cgroups are crowd, solo"));
 }
+
+#[test]
+fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
+    let Some(_g) = guard() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut first = schedlab_with_journal(&dir.path().join("a.jsonl"))
+        .args([
+            "run",
+            "rt-throttle",
+            "--duration",
+            "30s",
+            "--set",
+            "sys.rt_runtime_us=600000",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(wait_for_value(RT_RUNTIME, "600000"));
+    let out = schedlab_with_journal(&dir.path().join("b.jsonl"))
+        .args([
+            "run",
+            "rt-throttle",
+            "--duration",
+            "1s",
+            "--set",
+            "sys.rt_runtime_us=700000",
+        ])
+        .output()
+        .expect("second run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("another schedlab (pid {})", first.id())),
+        "{err}"
+    );
+    assert_eq!(read(RT_RUNTIME), "600000", "the second one changed nothing");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("term");
+    assert!(first.wait().expect("wait").success());
+    assert_eq!(read(RT_RUNTIME), "950000");
+}

@@ -155,6 +155,79 @@ pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
     done
 }
 
+/// One machine, one knob writer: an exclusive flock on a fixed path, whatever journal
+/// path a process uses, so two schedlabs never journal each other's values. The kernel
+/// drops it when the holder dies, so a SIGKILL never leaves it stuck. Within one process
+/// the lock is shared (counted): its journals are used one after another.
+pub struct KnobLock(());
+
+/// The lock file while this process holds it, and how many guards share it.
+static HELD: std::sync::Mutex<Option<(File, usize)>> = std::sync::Mutex::new(None);
+
+/// The machine-wide lock file.
+pub fn lock_path() -> PathBuf {
+    if nix::unistd::geteuid().is_root() && Path::new("/run").is_dir() {
+        PathBuf::from("/run/schedlab/knobs.lock")
+    } else {
+        std::env::temp_dir()
+            .join(format!("schedlab-{}", nix::unistd::geteuid()))
+            .join("knobs.lock")
+    }
+}
+
+impl KnobLock {
+    pub fn acquire() -> Result<KnobLock> {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, count)) = held.as_mut() {
+            *count += 1;
+            return Ok(KnobLock(()));
+        }
+        let path = lock_path();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        let rc = unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        };
+        if rc != 0 {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "another schedlab (pid {}) is changing system knobs; wait for it to finish",
+                holder.trim()
+            );
+        }
+        file.set_len(0)?;
+        write!(file, "{}", std::process::id())?;
+        *held = Some((file, 1));
+        Ok(KnobLock(()))
+    }
+}
+
+impl Drop for KnobLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, count)) = held.as_mut() {
+            *count -= 1;
+            if *count == 0 {
+                // Closing the file releases the flock.
+                *held = None;
+            }
+        }
+    }
+}
+
 /// Restore a journal left by a schedlab that is gone. None if there is no journal;
 /// an error if its owner is still running (it will restore itself).
 pub fn restore_stale(path: &Path) -> Result<Option<(u32, Vec<Restored>)>> {
@@ -168,6 +241,7 @@ pub fn restore_stale(path: &Path) -> Result<Option<(u32, Vec<Restored>)>> {
             path.display()
         );
     }
+    let _lock = KnobLock::acquire()?;
     let restored = undo_all(&entries);
     if restored.iter().all(|r| r.result.is_ok()) {
         std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
@@ -180,6 +254,8 @@ pub fn restore_stale(path: &Path) -> Result<Option<(u32, Vec<Restored>)>> {
 pub struct Journal {
     path: PathBuf,
     file: Option<File>,
+    /// Held from the first record until everything is restored.
+    lock: Option<KnobLock>,
     entries: Vec<Entry>,
     recorded: BTreeSet<String>,
 }
@@ -189,6 +265,7 @@ impl Journal {
         Journal {
             path,
             file: None,
+            lock: None,
             entries: Vec::new(),
             recorded: BTreeSet::new(),
         }
@@ -204,6 +281,9 @@ impl Journal {
 
     fn file(&mut self) -> Result<&mut File> {
         if self.file.is_none() {
+            if self.lock.is_none() {
+                self.lock = Some(KnobLock::acquire()?);
+            }
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
@@ -299,6 +379,7 @@ impl Journal {
             self.entries.clear();
             self.recorded.clear();
             self.file = None;
+            self.lock = None;
             return Vec::new();
         }
         let restored = undo_all(&self.entries);
@@ -308,6 +389,7 @@ impl Journal {
             self.entries.clear();
             self.recorded.clear();
             self.file = None;
+            self.lock = None;
         }
         restored
     }

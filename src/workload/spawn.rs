@@ -319,6 +319,23 @@ impl Workload {
 
     /// Kill every task (its whole process group: make's jobs too) and reap it.
     pub fn stop(&mut self) {
+        // A task must run to die. One starved by another RT spinner on its CPU (a second
+        // schedlab, or anyone's FIFO load) would hold up the exit for as long as that
+        // spinner runs: first let it run anywhere, as an ordinary task.
+        let online = crate::system::online_cpus();
+        for t in &self.tasks {
+            if self
+                .procs
+                .iter()
+                .any(|p| p.status.is_none() && p.slots.contains(&t.slot))
+            {
+                let _ = crate::knob::task::set_affinity(t.tid, &online);
+                let _ = crate::knob::task::set_policy(
+                    t.tid,
+                    &crate::knob::task::SchedSettings::default(),
+                );
+            }
+        }
         for p in &mut self.procs {
             if p.status.is_none() {
                 let _ = killpg(Pid::from_raw(p.child.id() as i32), Signal::SIGKILL);
