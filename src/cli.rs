@@ -44,6 +44,9 @@ pub enum Cmd {
     Run(RunArgs),
     /// Run a preset once per value of one knob and print a row per value.
     Sweep(SweepArgs),
+    /// Run a preset with settings A and with settings B in turns (A B A B ...) and
+    /// compare their numbers: min, median, max and the B/A ratio per round.
+    Compare(CompareArgs),
     /// Every system knob: current value, allowed values, writable here or why not.
     Knobs {
         /// Print JSON instead of a table.
@@ -131,6 +134,41 @@ pub struct SweepArgs {
     /// Write the sweep as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
+    /// Plot CPU share per task and the headline over the knob's values (.png or .svg).
+    #[arg(long, value_name = "FILE.png|svg")]
+    pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub system: SystemArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// Preset name or path.
+    pub preset: String,
+    /// Settings of side A, comma-separated TASK.KNOB=VALUE (the --set syntax), e.g.
+    /// writer.policy=other.
+    #[arg(long = "a", value_name = "SETTINGS")]
+    pub a: String,
+    /// Settings of side B, e.g. writer.policy=batch,reader.policy=batch.
+    #[arg(long = "b", value_name = "SETTINGS")]
+    pub b: String,
+    /// How many A-then-B pairs to run.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// How long each run lasts.
+    #[arg(long, default_value = "3s")]
+    pub duration: String,
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    /// Settings applied to both sides (TASK.KNOB=VALUE, repeatable).
+    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
+    pub set: Vec<String>,
+    /// Write the comparison as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// Plot A against B per metric (.png or .svg).
+    #[arg(long, value_name = "FILE.png|svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub system: SystemArgs,
 }
@@ -166,6 +204,9 @@ pub struct RunArgs {
     /// Record every sample and knob change to FILE (JSON lines; `schedlab replay FILE`).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Plot CPU share, switches and throughput over time, knob changes marked (.png or .svg).
+    #[arg(long, value_name = "FILE.png|svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub system: SystemArgs,
 }

@@ -7,9 +7,11 @@
 
 pub mod app;
 pub mod cli;
+pub mod compare;
 pub mod cpuset;
 pub mod ideal;
 pub mod knob;
+pub mod plot;
 pub mod preset;
 pub mod record;
 pub mod report;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use schedlab::app::keys::KeyMap;
-use schedlab::cli::{Cli, Cmd, RunArgs, SweepArgs, SystemArgs};
+use schedlab::cli::{Cli, Cmd, CompareArgs, RunArgs, SweepArgs, SystemArgs};
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
@@ -64,6 +64,7 @@ fn main() -> ExitCode {
         Some(Cmd::Presets { name }) => cmd_presets(name.as_deref()),
         Some(Cmd::Run(args)) => cmd_run(args),
         Some(Cmd::Sweep(args)) => cmd_sweep(args),
+        Some(Cmd::Compare(args)) => cmd_compare(args),
         Some(Cmd::Knobs {
             json,
             mount_debugfs,
@@ -425,7 +426,18 @@ fn finish(mut system: SystemKnobs) -> Result<()> {
     }
 }
 
+/// A bad `--plot` name is found before the run, not after it.
+fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
+    match path {
+        Some(p) => schedlab::plot::format_of(p)
+            .map(|_| ())
+            .map_err(|e| usage(format!("--plot: {e}"))),
+        None => Ok(()),
+    }
+}
+
 fn cmd_run(args: RunArgs) -> Result<()> {
+    check_plot(args.plot.as_deref())?;
     let mut at = Vec::new();
     for a in &args.at {
         at.push(parse_at(a).map_err(usage)?);
@@ -458,10 +470,15 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    print_report(args.json.as_deref(), &report, render_table(&report))
+    print_report(args.json.as_deref(), &report, render_table(&report))?;
+    match &args.plot {
+        Some(path) => schedlab::plot::plot_run(&report, path),
+        None => Ok(()),
+    }
 }
 
 fn cmd_sweep(args: SweepArgs) -> Result<()> {
+    check_plot(args.plot.as_deref())?;
     let (knob, values) = parse_sweep(&args.knob).map_err(usage)?;
     let Prepared {
         preset,
@@ -493,7 +510,53 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         args.json.as_deref(),
         &report,
         schedlab::sweep::render(&report),
-    )
+    )?;
+    match &args.plot {
+        Some(path) => schedlab::plot::plot_sweep(&report, path),
+        None => Ok(()),
+    }
+}
+
+fn cmd_compare(args: CompareArgs) -> Result<()> {
+    use schedlab::compare::{self, Side};
+    check_plot(args.plot.as_deref())?;
+    if !(1..=100).contains(&args.rounds) {
+        return Err(usage(format!("--rounds {}: allowed 1..100", args.rounds)));
+    }
+    let a = Side::parse("A", &args.a).map_err(usage)?;
+    let b = Side::parse("B", &args.b).map_err(usage)?;
+    let Prepared {
+        preset,
+        opts,
+        mut system,
+    } = prepare(
+        &args.preset,
+        None,
+        &args.set,
+        &args.duration,
+        &args.interval,
+        &args.system,
+    )?;
+    for side in [&a, &b] {
+        compare::prepare_side(&preset, &opts, &side.settings)
+            .map_err(|e| usage(format!("--{}: {e}", side.label.to_lowercase())))?;
+    }
+    let result = compare::compare(
+        &preset,
+        &a.settings,
+        &b.settings,
+        args.rounds,
+        &opts,
+        &mut system,
+    );
+    let restored = finish(system);
+    let report = result?;
+    restored?;
+    print_report(args.json.as_deref(), &report, compare::render(&report))?;
+    match &args.plot {
+        Some(path) => schedlab::plot::plot_compare(&report, path),
+        None => Ok(()),
+    }
 }
 
 fn cmd_tui(

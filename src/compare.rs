@@ -1,0 +1,598 @@
+//! `schedlab compare`: run a preset with settings A and B in turns (A B A B ...) and compare the numbers.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+
+use crate::knob::sys::SysKnob;
+use crate::preset::Preset;
+use crate::report::RunReport;
+use crate::run::{run, RunOptions};
+use crate::session::{split, SystemKnobs};
+use crate::setting::{parse_list, Setting};
+
+/// One side of a comparison: its label ("A") and the settings it runs with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Side {
+    pub label: String,
+    pub settings: Vec<Setting>,
+}
+
+impl Side {
+    /// A side from `--a`/`--b` text: settings in the `--set` syntax, comma-separated.
+    pub fn parse(label: &str, list: &str) -> Result<Side, String> {
+        Ok(Side {
+            label: label.to_string(),
+            settings: parse_list(list).map_err(|e| format!("--{}: {e}", label.to_lowercase()))?,
+        })
+    }
+}
+
+/// Min, median and max of one metric on one side, and every value in run order.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Stats {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub values: Vec<f64>,
+}
+
+/// One metric on both sides.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MetricStats {
+    pub name: String,
+    pub unit: String,
+    pub a: Stats,
+    pub b: Stats,
+    /// B_i / A_i for each round that has both (see [`ratios`] for a zero A).
+    pub ratios: Vec<f64>,
+    /// Median of `ratios`; 0 when there is none.
+    pub ratio_median: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CompareReport {
+    pub preset: String,
+    pub kernel: String,
+    pub cpus: usize,
+    /// Side A's settings as given (`writer.policy=other`), plus the current value of a
+    /// system knob that only side B sets.
+    pub a: Vec<String>,
+    pub b: Vec<String>,
+    /// Rounds with both an A and a B run.
+    pub rounds: usize,
+    /// Length of each run as asked for.
+    pub duration_s: f64,
+    pub metrics: Vec<MetricStats>,
+    /// Settings the kernel refused in any run, each once.
+    pub warnings: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// Min, median and max of `values`; the median of an even count is the mean of the two
+/// middle values. An empty list gives zeros (and no values).
+pub fn stats(values: &[f64]) -> Stats {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    };
+    Stats {
+        min: sorted.first().copied().unwrap_or(0.0),
+        median,
+        max: sorted.last().copied().unwrap_or(0.0),
+        values: values.to_vec(),
+    }
+}
+
+/// B_i / A_i for the pairs (a_i, b_i) in order. A zero A has no finite ratio: 0/0 counts
+/// as 1 (nothing changed) and x/0 is left out, so the list may be shorter than the
+/// pairs but never holds NaN or infinity (JSON has neither).
+pub fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter_map(|(&a, &b)| {
+            if a == 0.0 && b == 0.0 {
+                Some(1.0)
+            } else {
+                Some(b / a).filter(|r| r.is_finite())
+            }
+        })
+        .collect()
+}
+
+/// The preset and run options of one side: task and cgroup settings change the preset,
+/// system settings go after the `--set` ones so the side's value wins.
+pub fn prepare_side(
+    preset: &Preset,
+    opts: &RunOptions,
+    settings: &[Setting],
+) -> Result<(Preset, RunOptions), String> {
+    let (task_sets, system_sets) = split(settings)?;
+    let mut p = preset.clone();
+    p.apply_all(&task_sets)?;
+    p.tasks(&crate::system::online_cpus())?;
+    let mut o = opts.clone();
+    o.system_sets.extend(system_sets);
+    // Every run would write the same file over the one before.
+    o.csv = None;
+    o.record = None;
+    Ok((p, o))
+}
+
+/// A system knob set on one side only would keep that value in the other side's runs
+/// (the journal restores it only at the end), so the other side gets the value the knob
+/// has now, before any run.
+fn complete_system_sets(
+    a: &[Setting],
+    b: &[Setting],
+    sys: &SystemKnobs,
+) -> Result<(Vec<Setting>, Vec<Setting>)> {
+    let (_, sys_a) = split(a).map_err(|e| anyhow!("--a: {e}"))?;
+    let (_, sys_b) = split(b).map_err(|e| anyhow!("--b: {e}"))?;
+    let mut a = a.to_vec();
+    let mut b = b.to_vec();
+    fill_missing(&sys_a, &sys_b, &mut b, "--b", sys)?;
+    fill_missing(&sys_b, &sys_a, &mut a, "--a", sys)?;
+    Ok((a, b))
+}
+
+fn fill_missing(
+    from: &[(SysKnob, Setting)],
+    present: &[(SysKnob, Setting)],
+    to: &mut Vec<Setting>,
+    to_label: &str,
+    sys: &SystemKnobs,
+) -> Result<()> {
+    for (knob, setting) in from {
+        if present.iter().any(|(k, _)| k == knob) {
+            continue;
+        }
+        let now = crate::knob::sys::get(knob, &sys.probe).map_err(|e| {
+            anyhow!(
+                "{setting} is set on one side only and its current value cannot be read ({e}); give {} on {to_label} too",
+                knob.name()
+            )
+        })?;
+        to.push(Setting {
+            value: now,
+            ..setting.clone()
+        });
+    }
+    Ok(())
+}
+
+/// Name, unit and value of every number a run is compared by.
+fn metrics_of(r: &RunReport) -> Vec<(String, String, f64)> {
+    let m = &r.metrics;
+    let h = &m.headline;
+    let group = &h.task;
+    let mut out = Vec::new();
+    // The headline repeats the throughput or the p50 latency; each number appears once.
+    match h.kind.as_str() {
+        "throughput" => out.push((format!("{group} throughput"), h.unit.clone(), h.value)),
+        "latency" => out.push((format!("{group} latency p50"), h.unit.clone(), h.value)),
+        "share" => out.push((format!("{group} CPU share"), "%".into(), h.value * 100.0)),
+        "fairness" => out.push((
+            format!("{group} fairness error"),
+            "%".into(),
+            h.value * 100.0,
+        )),
+        kind => out.push((format!("{group} {kind}"), h.unit.clone(), h.value)),
+    }
+    if h.kind != "throughput" && !m.throughput_unit.is_empty() {
+        out.push((
+            format!("{group} throughput"),
+            format!("{}/s", m.throughput_unit),
+            m.throughput_per_s,
+        ));
+    }
+    if let Some(l) = &m.latency_ns {
+        if h.kind != "latency" {
+            out.push(("latency p50".into(), "ns".into(), l.p50 as f64));
+        }
+        out.push(("latency p99".into(), "ns".into(), l.p99 as f64));
+    }
+    for t in &r.tasks {
+        let name = format!("{} CPU share", t.name);
+        // A group of one task has the task's name: its share headline is this number.
+        if !out.iter().any(|(n, _, _)| *n == name) {
+            out.push((name, "%".into(), t.cpu_share * 100.0));
+        }
+    }
+    let switches: f64 = r
+        .tasks
+        .iter()
+        .filter(|t| &t.group == group)
+        .map(|t| t.switches_per_s)
+        .sum();
+    out.push((format!("{group} switches"), "switches/s".into(), switches));
+    out
+}
+
+/// Run `preset` with settings `a`, then `b`, `rounds` times, so that drift of the machine
+/// hits both sides alike. A run cut short by `opts.stop` is left out (it covers a shorter
+/// time than its partner) and ends the comparison.
+pub fn compare(
+    preset: &Preset,
+    a: &[Setting],
+    b: &[Setting],
+    rounds: usize,
+    opts: &RunOptions,
+    sys: &mut SystemKnobs,
+) -> Result<CompareReport> {
+    if rounds == 0 {
+        anyhow::bail!("rounds 0: allowed at least 1");
+    }
+    let (a_full, b_full) = complete_system_sets(a, b, sys)?;
+    let sides = [
+        prepare_side(preset, opts, &a_full).map_err(|e| anyhow!("--a: {e}"))?,
+        prepare_side(preset, opts, &b_full).map_err(|e| anyhow!("--b: {e}"))?,
+    ];
+    type RunMetrics = Vec<(String, String, f64)>;
+    let mut results: Vec<[Option<RunMetrics>; 2]> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut kernel = None;
+    let mut cpus = None;
+    let mut interrupted = false;
+    'rounds: for _ in 0..rounds {
+        let mut round: [Option<RunMetrics>; 2] = [None, None];
+        for (i, (p, o)) in sides.iter().enumerate() {
+            if opts.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+            } else {
+                let r = run(p, o, sys)?;
+                if r.interrupted {
+                    interrupted = true;
+                } else {
+                    kernel.get_or_insert_with(|| r.kernel.clone());
+                    cpus.get_or_insert(r.cpus);
+                    warnings.extend(r.warnings.iter().cloned());
+                    round[i] = Some(metrics_of(&r));
+                }
+            }
+            if interrupted {
+                results.push(round);
+                break 'rounds;
+            }
+        }
+        results.push(round);
+    }
+
+    let mut names: Vec<(String, String)> = Vec::new();
+    for (name, unit, _) in results.iter().flatten().flatten().flatten() {
+        if !names.iter().any(|(n, _)| n == name) {
+            names.push((name.clone(), unit.clone()));
+        }
+    }
+    let value = |run: &Option<RunMetrics>, name: &str| {
+        run.as_ref()
+            .and_then(|m| m.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| *v))
+    };
+    let metrics = names
+        .into_iter()
+        .map(|(name, unit)| {
+            let a: Vec<f64> = results.iter().filter_map(|r| value(&r[0], &name)).collect();
+            let b: Vec<f64> = results.iter().filter_map(|r| value(&r[1], &name)).collect();
+            let (pa, pb): (Vec<f64>, Vec<f64>) = results
+                .iter()
+                .filter_map(|r| Some((value(&r[0], &name)?, value(&r[1], &name)?)))
+                .unzip();
+            let ratios = ratios(&pa, &pb);
+            MetricStats {
+                ratio_median: stats(&ratios).median,
+                ratios,
+                a: stats(&a),
+                b: stats(&b),
+                name,
+                unit,
+            }
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    warnings.retain(|w| seen.insert(w.clone()));
+    Ok(CompareReport {
+        preset: preset.name.clone(),
+        kernel: kernel.unwrap_or_else(crate::system::kernel_release),
+        cpus: cpus.unwrap_or_else(|| crate::system::online_cpus().count()),
+        a: a_full.iter().map(Setting::to_string).collect(),
+        b: b_full.iter().map(Setting::to_string).collect(),
+        rounds: results
+            .iter()
+            .filter(|r| r[0].is_some() && r[1].is_some())
+            .count(),
+        duration_s: opts.duration.as_secs_f64(),
+        metrics,
+        warnings,
+        interrupted,
+    })
+}
+
+/// How values in `unit` are shown, given the largest of them: (divide by, unit shown).
+/// Bytes per second become MB/s like everywhere else in schedlab.
+pub fn display_unit(unit: &str, max_abs: f64) -> (f64, String) {
+    match unit {
+        "bytes/s" => (1e6, "MB/s".into()),
+        "ns" if max_abs >= 1e6 => (1e6, "ms".into()),
+        "ns" if max_abs >= 1e3 => (1e3, "us".into()),
+        "%" | "ns" => (1.0, unit.into()),
+        u if max_abs >= 1e9 => (1e9, format!("G {u}")),
+        u if max_abs >= 1e6 => (1e6, format!("M {u}")),
+        u if max_abs >= 1e4 => (1e3, format!("k {u}")),
+        u => (1.0, u.into()),
+    }
+}
+
+/// Three significant digits or so, without exponent.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A ratio with two significant digits at least: `2.43`, `0.66`, `0.0016`.
+pub fn ratio_text(r: f64) -> String {
+    if r == 0.0 || r >= 0.1 || !r.is_finite() {
+        format!("{r:.2}")
+    } else {
+        let digits = (-r.log10()).ceil() as usize + 1;
+        format!("{r:.digits$}")
+    }
+}
+
+/// The comparison as a table: a row per metric, both sides' min/median/max, the ratio
+/// of each round and their median.
+pub fn render(r: &CompareReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "compare {} on Linux {} ({} CPUs): {} round{} of A then B, {:.1} s each{}",
+        r.preset,
+        r.kernel,
+        r.cpus,
+        r.rounds,
+        if r.rounds == 1 { "" } else { "s" },
+        r.duration_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    let side = |s: &[String]| {
+        if s.is_empty() {
+            "(preset as is)".to_string()
+        } else {
+            s.join(",")
+        }
+    };
+    let _ = writeln!(out, "A: {}", side(&r.a));
+    let _ = writeln!(out, "B: {}", side(&r.b));
+    let mut rows: Vec<Vec<String>> = vec![[
+        "METRIC",
+        "UNIT",
+        "A MIN",
+        "A MEDIAN",
+        "A MAX",
+        "B MIN",
+        "B MEDIAN",
+        "B MAX",
+        "B/A PER ROUND",
+        "B/A",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect()];
+    for m in &r.metrics {
+        let max = m.a.max.abs().max(m.b.max.abs());
+        let (div, unit) = display_unit(&m.unit, max);
+        let v = |s: &Stats, x: f64| {
+            if s.values.is_empty() {
+                "-".to_string()
+            } else {
+                short(x / div)
+            }
+        };
+        let per_round: Vec<String> = m.ratios.iter().map(|&x| ratio_text(x)).collect();
+        rows.push(vec![
+            m.name.clone(),
+            unit,
+            v(&m.a, m.a.min),
+            v(&m.a, m.a.median),
+            v(&m.a, m.a.max),
+            v(&m.b, m.b.min),
+            v(&m.b, m.b.median),
+            v(&m.b, m.b.max),
+            if per_round.is_empty() {
+                "-".into()
+            } else {
+                per_round.join(" ")
+            },
+            if m.ratios.is_empty() {
+                "-".into()
+            } else {
+                format!("{}x", ratio_text(m.ratio_median))
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c < 2 || c == 8 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_of_odd_even_and_single_counts() {
+        let s = stats(&[3.0, 1.0, 2.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.0, 3.0));
+        assert_eq!(s.values, vec![3.0, 1.0, 2.0], "values stay in run order");
+        let s = stats(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 4.0));
+        let s = stats(&[7.5]);
+        assert_eq!((s.min, s.median, s.max), (7.5, 7.5, 7.5));
+        let s = stats(&[]);
+        assert_eq!((s.min, s.median, s.max), (0.0, 0.0, 0.0));
+        assert!(s.values.is_empty());
+    }
+
+    #[test]
+    fn ratios_pair_in_order_and_skip_a_zero_a() {
+        assert_eq!(ratios(&[2.0, 4.0], &[5.0, 2.0]), vec![2.5, 0.5]);
+        assert_eq!(ratios(&[10.0], &[25.0]), vec![2.5]);
+        // 0/0 is no change; x/0 has no finite ratio and is left out.
+        assert_eq!(ratios(&[0.0, 0.0, 1.0], &[0.0, 3.0, 2.0]), vec![1.0, 2.0]);
+        assert!(ratios(&[0.0], &[1.0]).is_empty());
+        // Unequal lengths pair up to the shorter.
+        assert_eq!(ratios(&[1.0, 1.0, 1.0], &[2.0]), vec![2.0]);
+        assert!(ratios(&[1.0, 0.0], &[f64::NAN, 1.0])
+            .iter()
+            .all(|r| r.is_finite()));
+    }
+
+    #[test]
+    fn display_units() {
+        assert_eq!(display_unit("bytes/s", 5e7), (1e6, "MB/s".to_string()));
+        assert_eq!(display_unit("ns", 1800.0), (1e3, "us".to_string()));
+        assert_eq!(display_unit("ns", 2e6), (1e6, "ms".to_string()));
+        assert_eq!(display_unit("%", 63.0), (1.0, "%".to_string()));
+        assert_eq!(
+            display_unit("switches/s", 83_000.0),
+            (1e3, "k switches/s".to_string())
+        );
+        assert_eq!(display_unit("loops/s", 450.0), (1.0, "loops/s".to_string()));
+        assert_eq!(short(21.456), "21.5");
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(1234.4), "1234");
+        assert_eq!(ratio_text(2.434), "2.43");
+        assert_eq!(ratio_text(0.0016), "0.0016");
+        assert_eq!(ratio_text(0.05), "0.050");
+        assert_eq!(ratio_text(0.0), "0.00");
+    }
+
+    fn synthetic() -> CompareReport {
+        let metric = |name: &str, unit: &str, a: &[f64], b: &[f64]| {
+            let r = ratios(a, b);
+            MetricStats {
+                name: name.into(),
+                unit: unit.into(),
+                a: stats(a),
+                b: stats(b),
+                ratio_median: stats(&r).median,
+                ratios: r,
+            }
+        };
+        CompareReport {
+            preset: "pipe-wakeup".into(),
+            kernel: "6.18.44".into(),
+            cpus: 2,
+            a: vec!["writer.policy=other".into()],
+            b: vec!["writer.policy=batch".into(), "reader.policy=batch".into()],
+            rounds: 2,
+            duration_s: 3.0,
+            metrics: vec![
+                metric(
+                    "writer throughput",
+                    "bytes/s",
+                    &[21.4e6, 21.6e6],
+                    &[52.0e6, 54.0e6],
+                ),
+                metric("reader CPU share", "%", &[36.0, 35.0], &[2.0, 3.0]),
+                metric(
+                    "writer switches",
+                    "switches/s",
+                    &[0.0, 83_000.0],
+                    &[130.0, 0.0],
+                ),
+            ],
+            warnings: vec!["reader: something refused; running without it".into()],
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn render_has_a_row_per_metric_with_units_and_ratios() {
+        let text = render(&synthetic());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("compare pipe-wakeup on Linux 6.18.44 (2 CPUs): 2 rounds"));
+        assert_eq!(lines[1], "A: writer.policy=other");
+        assert_eq!(lines[2], "B: writer.policy=batch,reader.policy=batch");
+        assert!(lines[3].starts_with("METRIC"), "{text}");
+        let tp = lines[4];
+        assert!(tp.starts_with("writer throughput"), "{text}");
+        for cell in [
+            "MB/s",
+            "21.4",
+            "21.5",
+            "21.6",
+            "52.0",
+            "53.0",
+            "54.0",
+            "2.43 2.50",
+            "2.46x",
+        ] {
+            assert!(tp.contains(cell), "{cell} missing from {tp}");
+        }
+        assert!(
+            lines[5].contains("0.056 0.086") && lines[5].ends_with("0.071x"),
+            "{text}"
+        );
+        // 0 -> 130 has no ratio, 83k -> 0 is 0.
+        assert!(lines[6].contains("k switches/s"), "{text}");
+        assert!(
+            lines[6].ends_with("0.00x") && !lines[6].contains("inf"),
+            "{text}"
+        );
+        assert!(text.ends_with("warning: reader: something refused; running without it\n"));
+        // Columns line up: the last one is right-aligned, so every row is as long.
+        let lens: BTreeSet<usize> = lines[3..7].iter().map(|l| l.chars().count()).collect();
+        assert_eq!(lens.len(), 1, "{text}");
+    }
+
+    #[test]
+    fn json_shape() {
+        let v = serde_json::to_value(synthetic()).unwrap();
+        assert_eq!(v["metrics"][0]["a"]["values"].as_array().unwrap().len(), 2);
+        assert_eq!(v["metrics"][0]["ratios"].as_array().unwrap().len(), 2);
+        assert_eq!(v["metrics"][2]["ratios"].as_array().unwrap().len(), 1);
+        assert_eq!(v["b"][1], "reader.policy=batch");
+    }
+
+    #[test]
+    fn sides_parse_comma_lists() {
+        let s = Side::parse("A", "writer.policy=batch,reader.cpus=0,1").unwrap();
+        assert_eq!(s.settings.len(), 2);
+        assert_eq!(s.settings[1].value, "0,1");
+        let e = Side::parse("B", "writer=batch").unwrap_err();
+        assert!(e.starts_with("--b: bad setting"), "{e}");
+    }
+}
