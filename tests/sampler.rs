@@ -69,8 +69,16 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
     assert!(!batch.system.cpus.is_empty());
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     handle.join().expect("join");
-    // The thread is gone: the next round says so, without an error.
-    reader.sample_into(&mut batch);
+    // The thread is gone: a round soon after says so, without an error. (join returns
+    // when the thread's code ended; the kernel unhashes it a moment later.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        reader.sample_into(&mut batch);
+        if !batch.tasks[0].alive || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(!batch.tasks[0].alive);
     assert_eq!(batch.tasks[0].policy(), Some(3), "last values are kept");
 }
