@@ -56,6 +56,8 @@ pub enum Cmd {
         #[arg(long)]
         mount_debugfs: bool,
     },
+    /// Characterize this machine's scheduler: short experiments, one verdict each.
+    Check(CheckArgs),
     /// Restore knobs left changed by a schedlab that died (SIGKILL, crash, power cut).
     Restore,
     /// Open the workbench on a recording (`run --record`, or `r` in the workbench):
@@ -99,6 +101,20 @@ pub enum Cmd {
         #[arg(long = "io-ms")]
         io_ms: u64,
     },
+}
+
+/// `schedlab check`.
+#[derive(Debug, Args, Clone)]
+pub struct CheckArgs {
+    /// The short suite: at most ~15 s instead of ~60 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write the findings as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// Write PNG plots into DIR: wakeup latency histograms, switch cost, per-CPU speed.
+    #[arg(long, value_name = "DIR")]
+    pub plot_dir: Option<PathBuf>,
 }
 
 /// Flags about system knobs, shared by run and sweep.

@@ -6,6 +6,7 @@
 //! - knobs: `--set` or a key -> [`setting`] -> [`knob`] (syscalls, files) -> result.
 
 pub mod app;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod cpuset;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use schedlab::app::keys::KeyMap;
-use schedlab::cli::{Cli, Cmd, CompareArgs, RunArgs, SweepArgs, SystemArgs};
+use schedlab::cli::{CheckArgs, Cli, Cmd, CompareArgs, RunArgs, SweepArgs, SystemArgs};
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
@@ -69,6 +69,7 @@ fn main() -> ExitCode {
             json,
             mount_debugfs,
         }) => cmd_knobs(json, mount_debugfs),
+        Some(Cmd::Check(args)) => cmd_check(args),
         Some(Cmd::Restore) => cmd_restore(),
         Some(Cmd::Replay { file, speed }) => cmd_replay(&file, speed),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
@@ -624,4 +625,24 @@ fn cmd_replay(file: &std::path::Path, speed: f64) -> Result<()> {
     }
     let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
     schedlab::tui::replay(records, speed, keymap, schedlab::tui::no_color_requested())
+}
+
+fn cmd_check(args: CheckArgs) -> Result<()> {
+    remove_stale_run_dirs();
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    let mut opts = schedlab::check::CheckOptions::new(args.quick);
+    opts.stop = schedlab::system::stop_on_signals().context("installing signal handlers")?;
+    let mut system = SystemKnobs::new(journal::default_path());
+    let result = schedlab::check::check(&exe, &opts, &mut system);
+    let restored = finish(system);
+    let report = result?;
+    restored?;
+    let text = schedlab::check::render_text(&report);
+    print_report(args.json.as_deref(), &report, text)?;
+    if let Some(dir) = &args.plot_dir {
+        let written = schedlab::check::write_plots(&report, dir)?;
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("schedlab: plots written: {}", names.join(", "));
+    }
+    Ok(())
 }

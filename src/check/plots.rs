@@ -1,0 +1,109 @@
+//! PNGs for `schedlab check --plot-dir`: wakeup latency histograms, switch cost and CPU speed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::CheckReport;
+use crate::workload::histogram::{bucket_bounds, Histogram};
+
+/// Log-linear buckets are 32 per power of two; 8 of them make one plotted bin, so a
+/// curve has 4 points per doubling: smooth enough, and still a histogram on a log axis.
+const MERGE: usize = 8;
+
+/// Histogram as (latency in us, % of wakeups) per bin, every bin between the first and
+/// the last non-empty one (empty bins as 0 so the curve drops to the axis).
+pub fn histogram_curve(h: &Histogram) -> Vec<(f64, f64)> {
+    let total: u64 = h.buckets.iter().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let bins: Vec<(usize, u64)> = h
+        .buckets
+        .chunks(MERGE)
+        .enumerate()
+        .map(|(i, c)| (i, c.iter().sum()))
+        .collect();
+    let first = bins.iter().position(|(_, n)| *n > 0).unwrap_or(0);
+    let last = bins.iter().rposition(|(_, n)| *n > 0).unwrap_or(0);
+    bins[first..=last]
+        .iter()
+        .map(|&(i, n)| {
+            let lo = bucket_bounds(i * MERGE).0 as f64;
+            let hi = bucket_bounds(i * MERGE + MERGE - 1).1 as f64 + 1.0;
+            // Geometric middle: the bin's centre on a log axis.
+            let mid_us = (lo.max(1.0) * hi).sqrt() / 1e3;
+            (mid_us, n as f64 * 100.0 / total as f64)
+        })
+        .collect()
+}
+
+/// Write the check's plots into `dir` (created if needed); returns the files written.
+pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    let series: Vec<(String, Vec<(f64, f64)>)> = report
+        .data
+        .latency
+        .iter()
+        .map(|(name, h)| (name.clone(), histogram_curve(h)))
+        .filter(|(_, points)| !points.is_empty())
+        .collect();
+    if !series.is_empty() {
+        let path = dir.join("wakeup_latency.png");
+        crate::plot::plot_curves(
+            &path,
+            "Timer wakeup latency, 1 ms clock_nanosleep (cyclictest)",
+            "latency (us, log)",
+            "% of wakeups",
+            true,
+            &series,
+        )?;
+        written.push(path);
+    }
+    if !report.data.switch_cost.is_empty() {
+        let path = dir.join("switch_cost.png");
+        crate::plot::plot_bars(
+            &path,
+            "Pipe ping-pong (perf bench sched pipe), range over tenths of the run",
+            "us per round trip",
+            &report.data.switch_cost,
+        )?;
+        written.push(path);
+    }
+    if !report.data.cpu_speed.is_empty() {
+        let path = dir.join("cpu_speed.png");
+        crate::plot::plot_bars(
+            &path,
+            "Pinned spin loop per CPU (best slice, range over slices)",
+            "M iterations/s",
+            &report.data.cpu_speed,
+        )?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curve_covers_the_samples_in_percent() {
+        let h = Histogram::from_values([60_000, 61_000, 62_000, 10_000_000]);
+        let c = histogram_curve(&h);
+        let sum: f64 = c.iter().map(|(_, y)| y).sum();
+        assert!((sum - 100.0).abs() < 1e-9);
+        assert!(
+            c.first().is_some_and(|(x, _)| (50.0..70.0).contains(x)),
+            "{c:?}"
+        );
+        assert!(
+            c.last()
+                .is_some_and(|(x, _)| (8_000.0..12_000.0).contains(x)),
+            "{c:?}"
+        );
+        assert!(c.windows(2).all(|w| w[0].0 < w[1].0), "x increases");
+        assert!(histogram_curve(&Histogram::default()).is_empty());
+    }
+}
