@@ -424,23 +424,7 @@ pub fn render(r: &CompareReport) -> String {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                if c < 2 || c == 8 {
-                    format!("{cell:<w$}", w = widths[c])
-                } else {
-                    format!("{cell:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
+    out.push_str(&crate::report::align(&rows, |c| c < 2 || c == 8));
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

@@ -191,6 +191,37 @@ fn pct(v: f64) -> String {
     format!("{:.1}", v * 100.0)
 }
 
+/// Rows of cells as aligned columns, two spaces apart: `left(column)` says which columns
+/// are left-aligned (names), the others are right-aligned (numbers).
+pub fn align(rows: &[Vec<String>], left: impl Fn(usize) -> bool) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if left(c) {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
 /// The readable form of a run report.
 pub fn render_table(r: &RunReport) -> String {
     let mut out = String::new();
@@ -244,23 +275,7 @@ pub fn render_table(r: &RunReport) -> String {
         }
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                if c < 5 {
-                    format!("{cell:<w$}", w = widths[c])
-                } else {
-                    format!("{cell:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
+    out.push_str(&align(&rows, |c| c < 5));
     let cpus: Vec<String> = r
         .metrics
         .cpu
