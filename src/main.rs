@@ -437,6 +437,19 @@ fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
     }
 }
 
+/// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
+/// fails before anything starts.
+fn check_later(preset: &Preset, s: &Setting) -> Result<()> {
+    schedlab::session::route(s).map_err(usage)?;
+    if s.target != "sys" {
+        preset
+            .clone()
+            .apply_all(std::slice::from_ref(s))
+            .map_err(usage)?;
+    }
+    Ok(())
+}
+
 fn cmd_run(args: RunArgs) -> Result<()> {
     check_plot(args.plot.as_deref())?;
     let mut at = Vec::new();
@@ -456,13 +469,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         &args.system,
     )?;
     for (_, s) in &at {
-        schedlab::session::route(s).map_err(usage)?;
-        if s.target != "sys" {
-            preset
-                .clone()
-                .apply_all(std::slice::from_ref(s))
-                .map_err(usage)?;
-        }
+        check_later(&preset, s)?;
     }
     opts.at = at;
     opts.csv = args.csv.clone();
@@ -495,13 +502,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
     )?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
-        schedlab::session::route(&s).map_err(usage)?;
-        if s.target != "sys" {
-            preset
-                .clone()
-                .apply_all(std::slice::from_ref(&s))
-                .map_err(usage)?;
-        }
+        check_later(&preset, &s)?;
     }
     let result = schedlab::sweep::sweep(&preset, &knob, &values, &opts, &mut system);
     let restored = finish(system);
