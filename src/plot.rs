@@ -529,15 +529,24 @@ where
         ))?;
     }
     if let Some(note) = note {
-        let (w, h) = plot.dim_in_pixel();
-        plot.draw(&Text::new(
-            note.to_string(),
-            (w as i32 / 2, h as i32 / 2),
-            font(15)
-                .color(&SUBTLE)
-                .pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
+        draw_note(&plot, note)?;
     }
+    Ok(())
+}
+
+/// A message in the middle of a plotting area (e.g. "no samples").
+fn draw_note<DB: DrawingBackend>(plot: &DrawingArea<DB, Shift>, note: &str) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (w, h) = plot.dim_in_pixel();
+    plot.draw(&Text::new(
+        note.to_string(),
+        (w as i32 / 2, h as i32 / 2),
+        font(15)
+            .color(&SUBTLE)
+            .pos(Pos::new(HPos::Center, VPos::Center)),
+    ))?;
     Ok(())
 }
 
@@ -979,14 +988,7 @@ where
     }
     if let Some(note) = note {
         let plot = chart.plotting_area().strip_coord_spec();
-        let (w, h) = plot.dim_in_pixel();
-        plot.draw(&Text::new(
-            note.to_string(),
-            (w as i32 / 2, h as i32 / 2),
-            font(15)
-                .color(&SUBTLE)
-                .pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
+        draw_note(&plot, note)?;
     }
     Ok(())
 }
@@ -1431,14 +1433,7 @@ where
     }
     if let Some(note) = note {
         let plot = chart.plotting_area().strip_coord_spec();
-        let (w, h) = plot.dim_in_pixel();
-        plot.draw(&Text::new(
-            note.to_string(),
-            (w as i32 / 2, h as i32 / 2),
-            font(15)
-                .color(&SUBTLE)
-                .pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
+        draw_note(&plot, note)?;
     }
     Ok(())
 }
