@@ -157,10 +157,10 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
             let Some((_, setting)) = pending.pop() else {
                 break;
             };
-            let t_s = store
-                .start_ns
-                .map_or(0.0, |_| started.elapsed().as_secs_f64());
             let result = session.apply(&setting, sys);
+            // On the samples' clock, taken once the change is in: a sample stamped
+            // before the event never shows the new value.
+            let t_s = store.t_s(crate::workload::shm::monotonic_ns());
             sampler.send(Command::RefreshStatus);
             if let Some(r) = recorder.as_mut() {
                 r.knob(&setting.to_string(), &result);
