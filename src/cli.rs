@@ -30,13 +30,8 @@ pub enum Cmd {
         /// Preset name or path.
         #[arg(default_value = crate::preset::DEFAULT_PRESET)]
         preset: String,
-        /// Sampling interval, e.g. 100ms.
-        #[arg(long, default_value = "100ms")]
-        interval: String,
-        #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
-        set: Vec<String>,
-        #[arg(long)]
-        variant: Option<String>,
+        #[command(flatten)]
+        settings: SettingsArgs,
         #[command(flatten)]
         system: SystemArgs,
     },
@@ -117,6 +112,21 @@ pub struct CheckArgs {
     pub plot_dir: Option<PathBuf>,
 }
 
+/// How the preset's tasks are set up and sampled; shared by every command that runs one.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SettingsArgs {
+    /// Sampling interval, e.g. 100ms.
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    /// Change a task's setting before start: TASK.KNOB=VALUE (repeatable), e.g.
+    /// writer.policy=batch, hog.nice=10, fifo.priority=50, reader.cpus=0-1, busy.nice=-20..20:4.
+    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
+    pub set: Vec<String>,
+    /// Apply one of the preset's named variants first (see `schedlab presets NAME`).
+    #[arg(long)]
+    pub variant: Option<String>,
+}
+
 /// Flags about system knobs, shared by run and sweep.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SystemArgs {
@@ -140,13 +150,8 @@ pub struct SweepArgs {
     /// How long each value runs.
     #[arg(long, default_value = "5s")]
     pub duration: String,
-    #[arg(long, default_value = "100ms")]
-    pub interval: String,
-    /// Settings applied to every run of the sweep (TASK.KNOB=VALUE, repeatable).
-    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
-    pub set: Vec<String>,
-    #[arg(long)]
-    pub variant: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     /// Write the sweep as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
@@ -174,11 +179,9 @@ pub struct CompareArgs {
     /// How long each run lasts.
     #[arg(long, default_value = "3s")]
     pub duration: String,
-    #[arg(long, default_value = "100ms")]
-    pub interval: String,
-    /// Settings applied to both sides (TASK.KNOB=VALUE, repeatable).
-    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
-    pub set: Vec<String>,
+    /// Settings applied to both sides.
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     /// Write the comparison as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
@@ -197,16 +200,8 @@ pub struct RunArgs {
     /// How long to run, e.g. 10s, 1.5s, 500ms. A finite workload (make) may end sooner.
     #[arg(long, default_value = "10s")]
     pub duration: String,
-    /// Sampling interval, e.g. 100ms.
-    #[arg(long, default_value = "100ms")]
-    pub interval: String,
-    /// Change a task's setting before start: TASK.KNOB=VALUE (repeatable), e.g.
-    /// writer.policy=batch, hog.nice=10, fifo.priority=50, reader.cpus=0-1, busy.nice=-20..20:4.
-    #[arg(long = "set", value_name = "TASK.KNOB=VALUE")]
-    pub set: Vec<String>,
-    /// Apply one of the preset's named variants first (see `schedlab presets NAME`).
-    #[arg(long)]
-    pub variant: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
     /// Write the report as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,

@@ -9,7 +9,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use schedlab::app::keys::KeyMap;
-use schedlab::cli::{CheckArgs, Cli, Cmd, CompareArgs, RunArgs, SweepArgs, SystemArgs};
+use schedlab::cli::{
+    CheckArgs, Cli, Cmd, CompareArgs, RunArgs, SettingsArgs, SweepArgs, SystemArgs,
+};
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
@@ -49,18 +51,17 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd_tui(
             preset::DEFAULT_PRESET,
-            "100ms",
-            &[],
-            None,
+            &SettingsArgs {
+                interval: "100ms".into(),
+                ..SettingsArgs::default()
+            },
             &SystemArgs::default(),
         ),
         Some(Cmd::Tui {
             preset,
-            interval,
-            set,
-            variant,
+            settings,
             system,
-        }) => cmd_tui(&preset, &interval, &set, variant.as_deref(), &system),
+        }) => cmd_tui(&preset, &settings, &system),
         Some(Cmd::Presets { name }) => cmd_presets(name.as_deref()),
         Some(Cmd::Run(args)) => cmd_run(args),
         Some(Cmd::Sweep(args)) => cmd_sweep(args),
@@ -360,12 +361,15 @@ struct Prepared {
 
 fn prepare(
     preset: &str,
-    variant: Option<&str>,
-    sets: &[String],
     duration: &str,
-    interval: &str,
+    settings: &SettingsArgs,
     system_args: &SystemArgs,
 ) -> Result<Prepared> {
+    let (variant, sets, interval) = (
+        settings.variant.as_deref(),
+        &settings.set,
+        settings.interval.as_str(),
+    );
     let mut p = load_preset(preset)?;
     let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
     let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
@@ -460,14 +464,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         preset,
         mut opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        args.variant.as_deref(),
-        &args.set,
-        &args.duration,
-        &args.interval,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
     for (_, s) in &at {
         check_later(&preset, s)?;
     }
@@ -492,14 +489,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        args.variant.as_deref(),
-        &args.set,
-        &args.duration,
-        &args.interval,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
         check_later(&preset, &s)?;
@@ -531,14 +521,7 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        None,
-        &args.set,
-        &args.duration,
-        &args.interval,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
     for side in [&a, &b] {
         compare::prepare_side(&preset, &opts, &side.settings)
             .map_err(|e| usage(format!("--{}: {e}", side.label.to_lowercase())))?;
@@ -561,13 +544,7 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
     }
 }
 
-fn cmd_tui(
-    preset: &str,
-    interval: &str,
-    sets: &[String],
-    variant: Option<&str>,
-    system: &SystemArgs,
-) -> Result<()> {
+fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -579,7 +556,7 @@ fn cmd_tui(
         preset,
         opts,
         mut system,
-    } = prepare(preset, variant, sets, "1s", interval, system)?;
+    } = prepare(preset, "1s", settings, system)?;
     if !opts.system_sets.is_empty() {
         return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
     }
