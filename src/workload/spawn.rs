@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
@@ -274,10 +274,6 @@ impl Workload {
         Arc::clone(&self.shm)
     }
 
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
     /// Start the work: every task waiting at the gate begins its loop.
     pub fn open_gate(&self) {
         self.shm.open_gate();
@@ -343,14 +339,6 @@ impl Workload {
                 p.status = p.child.wait().ok();
             }
         }
-    }
-
-    /// Look a task up by name.
-    pub fn task(&self, name: &str) -> Result<&RunningTask> {
-        self.tasks
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| anyhow!("unknown task \"{name}\""))
     }
 }
 
