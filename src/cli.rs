@@ -150,6 +150,10 @@ pub struct SweepArgs {
     /// How long each value runs.
     #[arg(long, default_value = "5s")]
     pub duration: String,
+    /// Leave this much of the start out of the summaries (default: the preset's
+    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Write the sweep as JSON to FILE, or to stdout with `-`.
@@ -180,6 +184,10 @@ pub struct CompareArgs {
     #[arg(long, default_value = "3s")]
     pub duration: String,
     /// Settings applied to both sides.
+    /// Leave this much of the start out of the summaries (default: the preset's
+    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Write the comparison as JSON to FILE, or to stdout with `-`.
@@ -200,6 +208,10 @@ pub struct RunArgs {
     /// How long to run, e.g. 10s, 1.5s, 500ms. A finite workload (make) may end sooner.
     #[arg(long, default_value = "10s")]
     pub duration: String,
+    /// Leave this much of the start out of the summaries (default: the preset's
+    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
     #[command(flatten)]
     pub settings: SettingsArgs,
     /// Write the report as JSON to FILE, or to stdout with `-`.

@@ -254,6 +254,13 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
         "\nHeadline metric: {:?} of {}",
         p.headline, p.metric_task
     )?;
+    if !p.warmup.is_zero() {
+        writeln!(
+            out,
+            "Summaries leave out the first {:.1} s of a run (--warmup; runs shorter than twice that keep it all)",
+            p.warmup.as_secs_f64()
+        )?;
+    }
     if !p.variants.is_empty() {
         writeln!(out, "\nVariants (--variant NAME):")?;
         for v in &p.variants {
@@ -362,6 +369,7 @@ struct Prepared {
 fn prepare(
     preset: &str,
     duration: &str,
+    warmup: Option<&str>,
     settings: &SettingsArgs,
     system_args: &SystemArgs,
 ) -> Result<Prepared> {
@@ -373,6 +381,17 @@ fn prepare(
     let mut p = load_preset(preset)?;
     let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
     let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
+    let warmup = warmup
+        .map(|w| {
+            let d = parse_duration(w).map_err(|e| usage(format!("--warmup: {e}")))?;
+            if d >= duration {
+                return Err(usage(format!(
+                    "--warmup {w}: allowed 0s up to (not including) --duration"
+                )));
+            }
+            Ok(d)
+        })
+        .transpose()?;
     if interval_d < Duration::from_millis(10) || interval_d > Duration::from_secs(60) {
         return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
     }
@@ -397,6 +416,7 @@ fn prepare(
     let mut opts = RunOptions::new(exe);
     opts.duration = duration;
     opts.interval = interval_d;
+    opts.warmup = warmup;
     opts.stop = stop;
     opts.overrides = overrides;
     opts.system_sets = system_sets;
@@ -464,7 +484,13 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         preset,
         mut opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
+    } = prepare(
+        &args.preset,
+        &args.duration,
+        args.warmup.as_deref(),
+        &args.settings,
+        &args.system,
+    )?;
     for (_, s) in &at {
         check_later(&preset, s)?;
     }
@@ -475,6 +501,12 @@ fn cmd_run(args: RunArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
+    if args.json.as_deref() == Some("-") {
+        // The table (with its warnings) is not printed: say on stderr what was refused.
+        for w in &report.warnings {
+            eprintln!("schedlab: warning: {w}");
+        }
+    }
     print_report(args.json.as_deref(), &report, render_table(&report))?;
     match &args.plot {
         Some(path) => schedlab::plot::plot_run(&report, path),
@@ -489,7 +521,13 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
+    } = prepare(
+        &args.preset,
+        &args.duration,
+        args.warmup.as_deref(),
+        &args.settings,
+        &args.system,
+    )?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
         check_later(&preset, &s)?;
@@ -521,7 +559,13 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.settings, &args.system)?;
+    } = prepare(
+        &args.preset,
+        &args.duration,
+        args.warmup.as_deref(),
+        &args.settings,
+        &args.system,
+    )?;
     for side in [&a, &b] {
         compare::prepare_side(&preset, &opts, &side.settings)
             .map_err(|e| usage(format!("--{}: {e}", side.label.to_lowercase())))?;
@@ -556,7 +600,7 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         preset,
         opts,
         mut system,
-    } = prepare(preset, "1s", settings, system)?;
+    } = prepare(preset, "1s", None, settings, system)?;
     if !opts.system_sets.is_empty() {
         return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
+use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::{
     AsRangedCoord, DefaultFormatting, KeyPointHint, Ranged, ValueFormatter,
 };
@@ -411,35 +412,32 @@ where
     DB::ErrorType: 'static,
 {
     let (rows, _) = label_rows(area, &x, markers)?;
+    let marks: Vec<(&Marker, usize)> = markers.iter().zip(rows).collect();
+    let y_fmt: fn(&f64) -> String = if log_y {
+        |v| si_tick(*v)
+    } else {
+        |v| trim_number(*v)
+    };
+    let axes = Axes {
+        x_desc,
+        y_desc,
+        x_fmt: &|v| trim_number(*v),
+        y_fmt: &y_fmt,
+        y_labels: 6,
+    };
     if log_y {
-        let spec = y.clone().log_scale();
-        time_chart(
+        line_chart(
             area,
             x,
-            spec,
+            y.clone().log_scale(),
             &y,
             lines,
-            markers,
-            &rows,
-            x_desc,
-            y_desc,
+            &marks,
+            &axes,
             note,
-            &|v| si_tick(*v),
         )
     } else {
-        time_chart(
-            area,
-            x,
-            y.clone(),
-            &y,
-            lines,
-            markers,
-            &rows,
-            x_desc,
-            y_desc,
-            note,
-            &|v| trim_number(*v),
-        )
+        line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note)
     }
 }
 
@@ -465,43 +463,66 @@ fn trim_number(v: f64) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn time_chart<DB: DrawingBackend, Y>(
-    area: &DrawingArea<DB, Shift>,
-    x: Range<f64>,
-    y_spec: Y,
-    y: &Range<f64>,
-    lines: &[Line],
-    markers: &[Marker],
-    rows: &[usize],
-    x_desc: &str,
-    y_desc: &str,
-    note: Option<&str>,
-    y_fmt: &dyn Fn(&f64) -> String,
-) -> Result<()>
-where
-    DB::ErrorType: 'static,
-    Y: AsRangedCoord<Value = f64>,
-    Y::CoordDescType: ValueFormatter<f64>,
-{
-    let mut chart = ChartBuilder::on(area)
+/// What a line panel's axes say: descriptions, tick formats, how many y ticks.
+struct Axes<'a> {
+    x_desc: &'a str,
+    y_desc: &'a str,
+    x_fmt: &'a dyn Fn(&f64) -> String,
+    y_fmt: &'a dyn Fn(&f64) -> String,
+    y_labels: usize,
+}
+
+/// The chart builder every panel starts from: one margin and label-area layout.
+fn panel_builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
         .margin(MARGIN)
-        .x_label_area_size(X_AREA)
-        .y_label_area_size(Y_AREA)
-        .build_cartesian_2d(x.clone(), y_spec)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .label_style(font(13))
+        .x_label_area_size(x_area)
+        .y_label_area_size(Y_AREA);
+    builder
+}
+
+/// The grid and fonts every panel shares.
+fn house_mesh<'a, 'b, 'm, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.label_style(font(13))
         .axis_desc_style(font(15))
         .bold_line_style(GRID_BOLD)
         .light_line_style(GRID_LIGHT)
         .max_light_lines(1)
+}
+
+/// Lines over x, with dashed markers (each with its label row in the headroom).
+#[allow(clippy::too_many_arguments)]
+fn line_chart<DB: DrawingBackend, X, Y>(
+    area: &DrawingArea<DB, Shift>,
+    x_spec: X,
+    y_spec: Y,
+    y: &Range<f64>,
+    lines: &[Line],
+    markers: &[(&Marker, usize)],
+    axes: &Axes,
+    note: Option<&str>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = panel_builder(area, X_AREA).build_cartesian_2d(x_spec, y_spec)?;
+    house_mesh(&mut chart.configure_mesh())
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
         .x_labels(12)
-        .y_labels(6)
-        .x_label_formatter(&|v| trim_number(*v))
-        .y_label_formatter(y_fmt)
+        .y_labels(axes.y_labels)
+        .x_label_formatter(axes.x_fmt)
+        .y_label_formatter(axes.y_fmt)
         .draw()?;
     for line in lines {
         chart.draw_series(LineSeries::new(
@@ -512,7 +533,7 @@ where
     let plot = chart.plotting_area().strip_coord_spec();
     let (base_x, _) = plot.get_base_pixel();
     let (plot_w, _) = plot.dim_in_pixel();
-    for (m, row) in markers.iter().zip(rows) {
+    for (m, row) in markers {
         chart.draw_series(DashedLineSeries::new(
             vec![(m.t, y.start), (m.t, y.end)],
             6,
@@ -571,6 +592,9 @@ where
     )];
     if !r.overrides.is_empty() {
         sub.push(r.overrides.join(" "));
+    }
+    if r.summary_from_s > 0.0 {
+        sub.push(format!("summaries from {:.1} s", r.summary_from_s));
     }
     if r.interrupted {
         sub.push("interrupted".into());
@@ -958,26 +982,17 @@ where
     DB::ErrorType: 'static,
 {
     let keys: Vec<f64> = axis.labels.iter().map(|(x, _)| *x).collect();
-    let mut chart = ChartBuilder::on(area)
-        .margin(MARGIN)
-        .x_label_area_size(X_AREA)
-        .y_label_area_size(Y_AREA)
-        .build_cartesian_2d(Ticks::new(axis.range.clone(), keys), y)?;
+    let mut chart =
+        panel_builder(area, X_AREA).build_cartesian_2d(Ticks::new(axis.range.clone(), keys), y)?;
     let label_of = |v: &f64| {
         axis.labels
             .iter()
             .find(|(x, _)| (x - v).abs() < 1e-9 * x.abs().max(1.0))
             .map_or_else(String::new, |(_, l)| l.clone())
     };
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh())
         .x_desc(x_desc)
         .y_desc(y_desc)
-        .label_style(font(13))
-        .axis_desc_style(font(15))
-        .bold_line_style(GRID_BOLD)
-        .light_line_style(GRID_LIGHT)
-        .max_light_lines(1)
         .y_labels(6)
         .x_label_formatter(&label_of)
         .y_label_formatter(&|v| trim_number(*v))
@@ -1194,10 +1209,7 @@ where
         .fold(0.0, f64::min);
     let y_top = linear_top(top) * 1.18;
     let keys: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let mut chart = ChartBuilder::on(area)
-        .margin(MARGIN)
-        .x_label_area_size(X_AREA - 10)
-        .y_label_area_size(Y_AREA)
+    let mut chart = panel_builder(area, X_AREA - 10)
         .build_cartesian_2d(Ticks::new(-0.5..n as f64 - 0.5, keys), bottom * 1.1..y_top)?;
     let (plot_w, _) = chart.plotting_area().dim_in_pixel();
     let group_px = plot_w as f64 / n as f64;
@@ -1221,16 +1233,10 @@ where
             .get(i as usize)
             .map_or_else(String::new, |g| g.label.clone())
     };
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh())
         .disable_x_mesh()
         .y_desc(y_desc)
         .x_label_style(font(label_size))
-        .y_label_style(font(13))
-        .axis_desc_style(font(15))
-        .bold_line_style(GRID_BOLD)
-        .light_line_style(GRID_LIGHT)
-        .max_light_lines(1)
         .y_labels(6)
         .x_label_formatter(&label_of)
         .y_label_formatter(&|v| trim_number(*v))
@@ -1366,21 +1372,31 @@ where
     let y = y_lo * 1.05..linear_top(y_hi);
     let note = empty.then_some("no data");
     let plot = plot.margin(10, 10, 10, 10);
+    let x_fmt: fn(&f64) -> String = if log_x {
+        |v| si_tick(*v)
+    } else {
+        |v| trim_number(*v)
+    };
+    let axes = Axes {
+        x_desc: x_label,
+        y_desc: y_label,
+        x_fmt: &x_fmt,
+        y_fmt: &|v| trim_number(*v),
+        y_labels: 8,
+    };
     if log_x {
-        curve_chart(
+        line_chart(
             &plot,
             x.log_scale(),
-            y,
+            y.clone(),
+            &y,
             &lines,
-            x_label,
-            y_label,
+            &[],
+            &axes,
             note,
-            &|v| si_tick(*v),
         )?;
     } else {
-        curve_chart(&plot, x, y, &lines, x_label, y_label, note, &|v| {
-            trim_number(*v)
-        })?;
+        line_chart(&plot, x, y.clone(), &y, &lines, &[], &axes, note)?;
     }
     let entries: Vec<(String, RGBColor, Mark)> = series
         .iter()
@@ -1388,54 +1404,6 @@ where
         .map(|(i, (name, _))| (name.clone(), color(i, n), Mark::Line))
         .collect();
     legend(&side, 16, &entries)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn curve_chart<DB: DrawingBackend, X>(
-    area: &DrawingArea<DB, Shift>,
-    x_spec: X,
-    y: Range<f64>,
-    lines: &[Line],
-    x_desc: &str,
-    y_desc: &str,
-    note: Option<&str>,
-    x_fmt: &dyn Fn(&f64) -> String,
-) -> Result<()>
-where
-    DB::ErrorType: 'static,
-    X: AsRangedCoord<Value = f64>,
-    X::CoordDescType: ValueFormatter<f64>,
-{
-    let mut chart = ChartBuilder::on(area)
-        .margin(MARGIN)
-        .x_label_area_size(X_AREA)
-        .y_label_area_size(Y_AREA)
-        .build_cartesian_2d(x_spec, y)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .label_style(font(13))
-        .axis_desc_style(font(15))
-        .bold_line_style(GRID_BOLD)
-        .light_line_style(GRID_LIGHT)
-        .max_light_lines(1)
-        .x_labels(12)
-        .y_labels(8)
-        .x_label_formatter(x_fmt)
-        .y_label_formatter(&|v| trim_number(*v))
-        .draw()?;
-    for line in lines {
-        chart.draw_series(LineSeries::new(
-            line.points.iter().copied(),
-            line.color.stroke_width(line.width),
-        ))?;
-    }
-    if let Some(note) = note {
-        let plot = chart.plotting_area().strip_coord_spec();
-        draw_note(&plot, note)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1558,6 +1526,8 @@ mod tests {
             kernel: "6.18.44".into(),
             cpus: 2,
             duration_s: 4.0,
+            summary_from_s: 0.0,
+            summary_s: 4.0,
             interval_ms: 100.0,
             settings: Default::default(),
             overrides: vec!["--set writer.cpus=0".into()],

@@ -79,6 +79,8 @@ struct RawPreset {
 struct RawMetric {
     headline: Headline,
     task: String,
+    /// Start-up time the summaries leave out, e.g. "1s".
+    warmup: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -224,6 +226,9 @@ pub struct Preset {
     pub focus: Vec<String>,
     pub headline: Headline,
     pub metric_task: String,
+    /// Start-up time a headless run leaves out of its summaries (a transient that is
+    /// not the effect, like rt-throttle's first period).
+    pub warmup: std::time::Duration,
     pub groups: Vec<TaskGroup>,
     pub variants: Vec<Variant>,
     /// cgroups the preset creates for its tasks: name -> knob -> value (validated).
@@ -329,6 +334,13 @@ impl Preset {
             }
             cgroups.insert(name, values);
         }
+        let warmup = match &raw.metric.warmup {
+            Some(w) => parse_duration(w).map_err(|e| format!("[metric] warmup: {e}"))?,
+            None => std::time::Duration::ZERO,
+        };
+        if warmup > std::time::Duration::from_secs(60) {
+            return Err("[metric] warmup: allowed 0s..60s".into());
+        }
         let preset = Preset {
             name: raw.name,
             summary: raw.summary.trim().to_string(),
@@ -336,6 +348,7 @@ impl Preset {
             focus: raw.focus,
             headline: raw.metric.headline,
             metric_task: raw.metric.task,
+            warmup,
             groups,
             variants,
             cgroups,

@@ -88,6 +88,10 @@ pub struct RunReport {
     pub kernel: String,
     pub cpus: usize,
     pub duration_s: f64,
+    /// The summaries (shares, rates, throughput) cover `summary_s` seconds from
+    /// `summary_from_s`: a preset's warm-up is left out.
+    pub summary_from_s: f64,
+    pub summary_s: f64,
     pub interval_ms: f64,
     /// Every knob of the preset after overrides.
     pub settings: BTreeMap<String, String>,
@@ -237,6 +241,13 @@ pub fn render_table(r: &RunReport) -> String {
     );
     if !r.overrides.is_empty() {
         let _ = writeln!(out, "settings: {}", r.overrides.join(" "));
+    }
+    if r.summary_from_s > 0.0 {
+        let _ = writeln!(
+            out,
+            "rates below: the last {:.1} s (the first {:.1} s were warm-up)",
+            r.summary_s, r.summary_from_s
+        );
     }
     let headers = [
         "TASK", "PID/TID", "POLICY", "NICE", "CPUS", "CPU%", "WAIT%", "VOL/S", "INVOL/S", "MIG/S",

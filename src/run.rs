@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub at: Vec<(Duration, Setting)>,
     /// Record every sample and knob change to this file (see `record`).
     pub record: Option<PathBuf>,
+    /// Leave this start-up time out of the summaries; None: the preset's warm-up.
+    pub warmup: Option<Duration>,
 }
 
 impl RunOptions {
@@ -61,6 +63,17 @@ impl RunOptions {
             system_sets: Vec::new(),
             at: Vec::new(),
             record: None,
+            warmup: None,
+        }
+    }
+
+    /// The warm-up this run leaves out of its summaries: the one asked for, else the
+    /// preset's when the run is at least twice as long (a shorter run keeps it all).
+    pub fn warmup_for(&self, preset: &Preset) -> Duration {
+        match self.warmup {
+            Some(w) => w,
+            None if self.duration >= preset.warmup * 2 => preset.warmup,
+            None => Duration::ZERO,
         }
     }
 }
@@ -73,7 +86,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     let targets = session.sampler_targets();
     let retention =
         (opts.duration.as_secs_f64() / opts.interval.as_secs_f64().max(1e-3)) as usize + 16;
-    let mut store = Store::new(targets.len(), retention);
+    let mut store = Store::new(targets.len(), retention).with_warmup(opts.warmup_for(preset));
     let mut csv = match &opts.csv {
         Some(path) => Some(
             csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?,
@@ -153,7 +166,8 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         if final_requested {
             continue;
         }
-        while pending.last().is_some_and(|(t, _)| started.elapsed() >= *t) {
+        let elapsed = run_elapsed(&store, started);
+        while pending.last().is_some_and(|(t, _)| elapsed >= *t) {
             let Some((_, setting)) = pending.pop() else {
                 break;
             };
@@ -182,7 +196,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
         }
-        if interrupted || started.elapsed() >= opts.duration || session.workload.all_exited() {
+        if interrupted || elapsed >= opts.duration || session.workload.all_exited() {
             // One more round so the run ends on a fresh sample.
             sampler.send(Command::SampleNow);
             final_requested = true;
@@ -236,6 +250,15 @@ fn write_csv<W: std::io::Write>(
         })?;
     }
     Ok(())
+}
+
+/// Time into the run on the samples' clock (from the first batch), so that `--duration`
+/// and `--at` line up with the time series; before the first batch, since `started`.
+fn run_elapsed(store: &Store, started: Instant) -> Duration {
+    match store.start_ns {
+        Some(t0) => Duration::from_nanos(crate::workload::shm::monotonic_ns().saturating_sub(t0)),
+        None => started.elapsed(),
+    }
 }
 
 /// The kernel's view of a task from its last sample.
@@ -325,11 +348,12 @@ fn build_report(
     online: &crate::cpuset::CpuSet,
 ) -> RunReport {
     let elapsed = store.elapsed_s();
+    let summary_s = store.summary_s();
     let mut tasks: Vec<TaskReport> = workload
         .tasks
         .iter()
         .enumerate()
-        .map(|(id, t)| task_report(store, id, t, elapsed, workload))
+        .map(|(id, t)| task_report(store, id, t, summary_s, workload))
         .collect();
     let in_metric = |t: &TaskReport| t.group == preset.metric_task;
     let metric_tasks: Vec<&RunningTask> = workload
@@ -472,6 +496,8 @@ fn build_report(
         kernel: crate::system::kernel_release(),
         cpus: online.count(),
         duration_s: elapsed,
+        summary_from_s: store.summary_start_s(),
+        summary_s,
         interval_ms: opts.interval.as_secs_f64() * 1000.0,
         settings: preset.knob_table().into_iter().collect::<BTreeMap<_, _>>(),
         overrides: opts.overrides.clone(),

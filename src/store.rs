@@ -125,6 +125,11 @@ pub struct Store {
     first_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
     /// Points kept per series; older ones are dropped.
     pub retention: usize,
+    /// Whole-run summaries start at the first batch this long after the start (the
+    /// time series keep everything): a start-up transient stays out of the averages.
+    warmup_ns: u64,
+    /// Whether the summaries' starting point has moved past the warm-up.
+    settled: bool,
 }
 
 impl Store {
@@ -136,7 +141,16 @@ impl Store {
             prev_system: None,
             first_system: None,
             retention: retention.max(2),
+            warmup_ns: 0,
+            settled: true,
         }
+    }
+
+    /// Leave the first `warmup` of the run out of the whole-run summaries.
+    pub fn with_warmup(mut self, warmup: std::time::Duration) -> Store {
+        self.warmup_ns = warmup.as_nanos().min(u64::MAX as u128) as u64;
+        self.settled = self.warmup_ns == 0;
+        self
     }
 
     /// Seconds since the first batch.
@@ -146,8 +160,15 @@ impl Store {
 
     /// Take in one batch; returns the new rate points (task id, rates) it produced.
     pub fn push(&mut self, batch: &Batch) -> Vec<(usize, TaskRates)> {
-        self.start_ns.get_or_insert(batch.t_ns);
+        let start = *self.start_ns.get_or_insert(batch.t_ns);
         let t_s = self.t_s(batch.t_ns);
+        // The first batch after the warm-up becomes every summary's starting point. A
+        // task that exited during the warm-up keeps its whole life as its summary.
+        let restart = !self.settled && batch.t_ns.saturating_sub(start) >= self.warmup_ns;
+        if restart {
+            self.settled = true;
+            self.first_system = None;
+        }
         let mut new_points = Vec::new();
         for sample in &batch.tasks {
             let Some(series) = self.tasks.get_mut(sample.id) else {
@@ -171,7 +192,7 @@ impl Store {
                 series.points.push_back(r);
                 new_points.push((sample.id, r));
             }
-            if series.first.is_none() {
+            if series.first.is_none() || restart {
                 series.first = Some((batch.t_ns, sample.clone()));
             }
             match &mut series.last {
@@ -235,10 +256,26 @@ impl Store {
 
     /// Seconds between the first and the last batch.
     pub fn elapsed_s(&self) -> f64 {
+        match (self.start_ns, &self.prev_system) {
+            (Some(a), Some((b, ..))) => b.saturating_sub(a) as f64 / 1e9,
+            _ => 0.0,
+        }
+    }
+
+    /// Seconds the whole-run summaries cover: from the end of the warm-up (or the first
+    /// batch, if the run never got past it) to the last batch.
+    pub fn summary_s(&self) -> f64 {
         match (&self.first_system, &self.prev_system) {
             (Some((a, ..)), Some((b, ..))) => b.saturating_sub(*a) as f64 / 1e9,
             _ => 0.0,
         }
+    }
+
+    /// When the summaries start, in seconds since the first batch.
+    pub fn summary_start_s(&self) -> f64 {
+        self.first_system
+            .as_ref()
+            .map_or(0.0, |(t, ..)| self.t_s(*t))
     }
 }
 
@@ -324,6 +361,49 @@ mod tests {
         });
         assert!(store.tasks[0].exited);
         assert!((store.progress_per_s(0, 1.0) - 900.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn warmup_moves_the_summaries_start_but_not_the_series() {
+        // Full CPU for the first 0.5 s, then half: the summary sees only the half.
+        let mut store = Store::new(1, 100).with_warmup(std::time::Duration::from_millis(500));
+        let mut run_ms = 0;
+        for i in 0..=15u64 {
+            if i > 0 {
+                run_ms += if i <= 5 { 100 } else { 50 };
+            }
+            store.push(&Batch {
+                t_ns: 1_000_000_000 + i * 100_000_000,
+                tasks: vec![sample(run_ms, 0, 0, 0, i * 10)],
+                ..Batch::default()
+            });
+        }
+        let s = store.summary(0).expect("summary");
+        assert!((s.cpu_share - 0.5).abs() < 1e-9, "{}", s.cpu_share);
+        assert!((store.summary_start_s() - 0.5).abs() < 1e-9);
+        assert!((store.summary_s() - 1.0).abs() < 1e-9);
+        assert!((store.elapsed_s() - 1.5).abs() < 1e-9);
+        assert!((store.progress_per_s(0, store.summary_s()) - 100.0).abs() < 1e-9);
+        assert_eq!(
+            store.tasks[0].points.len(),
+            15,
+            "the series keeps the warm-up"
+        );
+        assert!((store.tasks[0].points[0].cpu_share - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_run_shorter_than_its_warmup_keeps_everything() {
+        let mut store = Store::new(1, 100).with_warmup(std::time::Duration::from_secs(5));
+        for i in 0..4u64 {
+            store.push(&Batch {
+                t_ns: i * 100_000_000,
+                tasks: vec![sample(i * 25, 0, 0, 0, 0)],
+                ..Batch::default()
+            });
+        }
+        assert_eq!(store.summary_start_s(), 0.0);
+        assert!((store.summary(0).expect("summary").cpu_share - 0.25).abs() < 1e-9);
     }
 
     #[test]

@@ -258,6 +258,13 @@ fn bad_input_is_one_line_naming_what_is_allowed_with_exit_code_2() {
     )
     .expect("write");
     let broken = broken.to_str().expect("utf8").to_string();
+    let bad_warmup = dir.path().join("warmup.toml");
+    std::fs::write(
+        &bad_warmup,
+        "name = 'x'\nsummary = 's'\nnote = 'n'\n[metric]\nheadline = 'share'\ntask = 'a'\nwarmup = 'soon'\n[[task]]\nname = 'a'\nworker = 'spin'\n",
+    )
+    .expect("write");
+    let bad_warmup = bad_warmup.to_str().expect("utf8").to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["run", "pipe-wakeup", "--set", "nobody.nice=1"],
@@ -292,6 +299,11 @@ fn bad_input_is_one_line_naming_what_is_allowed_with_exit_code_2() {
             vec!["run", "pipe-wakeup", "--duration", "soon"],
             "--duration",
         ),
+        (
+            vec!["run", "rt-throttle", "--duration", "2s", "--warmup", "2s"],
+            "--warmup 2s: allowed 0s up to (not including) --duration",
+        ),
+        (vec!["run", bad_warmup.as_str()], "[metric] warmup"),
         (vec!["run", broken.as_str()], "line 5"),
         (vec!["presets", "no-such-preset"], "unknown preset"),
     ];
@@ -373,4 +385,49 @@ fn sigkill_of_schedlab_takes_its_workers_down_too() {
             "worker {w} outlived a SIGKILLed schedlab"
         );
     }
+}
+
+#[test]
+fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
+    // Drop to `nobody` the way an ordinary user would run schedlab.
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !nix::unistd::geteuid().is_root() || !setpriv.exists() {
+        eprintln!("skipped: needs root and setpriv to become an ordinary user");
+        return;
+    }
+    let _guard = common::serial();
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(
+        home.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
+    let out = Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::exe())
+        .args(["run", "rt-throttle", "--duration", "1s", "--json", "-"])
+        .env("HOME", home.path())
+        .env("TMPDIR", home.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("SCHEDLAB_JOURNAL")
+        .output()
+        .expect("run as nobody");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let fifo = task(&r, "fifo");
+    assert_eq!(fifo["policy"], "other", "an ordinary user cannot make FIFO");
+    assert!(
+        fifo["cpu_share"].as_f64().expect("share") > 0.0,
+        "the spinner still runs"
+    );
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("fifo") && warnings.contains("root"),
+        "the report says what was refused and why: {warnings}"
+    );
+    assert!(
+        stderr.contains("root"),
+        "the terminal says so too: {stderr}"
+    );
 }

@@ -387,7 +387,7 @@ fn a_run_that_changes_rt_runtime_restores_it_and_the_journal_goes() {
             "run",
             "rt-throttle",
             "--duration",
-            "2s",
+            "3s",
             "--set",
             "sys.rt_runtime_us=600000",
             "--json",
@@ -424,9 +424,10 @@ fn a_run_that_changes_rt_runtime_restores_it_and_the_journal_goes() {
         share(&fair)
     );
     assert!(
-        share(&fifo) < 0.66,
-        "600000 of 1000000 caps the FIFO thread at 60 %: {context}"
+        (share(&fifo) - 0.6).abs() < 0.06,
+        "600000 of 1000000 caps the FIFO thread at 60 % (summaries after the 1 s warm-up): {context}"
     );
+    assert!((report["summary_from_s"].as_f64().expect("from") - 1.0).abs() < 0.25);
     assert!(
         share(&fair) + steal > 0.3,
         "the fair thread gets what the cap frees (about 40 %): {context}"
@@ -512,29 +513,30 @@ fn wait_for_value(path: &str, value: &str) -> bool {
     common::wait_until(Duration::from_secs(10), || read(path) == value)
 }
 
+/// A long rt-throttle run that has set `sys.rt_runtime_us` to `runtime` (its stderr
+/// goes nowhere: callers judge it by what it leaves behind).
+fn long_run_with_runtime(journal: &Path, runtime: &str) -> std::process::Child {
+    let child = schedlab_with_journal(journal)
+        .args(["run", "rt-throttle", "--duration", "30s", "--set"])
+        .arg(format!("sys.rt_runtime_us={runtime}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(
+        wait_for_value(RT_RUNTIME, runtime),
+        "the run set sys.rt_runtime_us={runtime}"
+    );
+    child
+}
+
 #[test]
 fn after_sigkill_the_next_start_or_restore_puts_the_knobs_back() {
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let j = journal_path(&dir);
     for (how, next) in [("next start", vec!["knobs"]), ("restore", vec!["restore"])] {
-        let mut child = schedlab_with_journal(&j)
-            .args([
-                "run",
-                "rt-throttle",
-                "--duration",
-                "30s",
-                "--set",
-                "sys.rt_runtime_us=600000",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        assert!(
-            wait_for_value(RT_RUNTIME, "600000"),
-            "{how}: the run set the knob"
-        );
+        let mut child = long_run_with_runtime(&j, "600000");
         child.kill().expect("SIGKILL");
         child.wait().expect("wait");
         assert_eq!(
@@ -576,19 +578,7 @@ fn sigterm_and_panic_both_restore() {
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let j = journal_path(&dir);
-    let mut child = schedlab_with_journal(&j)
-        .args([
-            "run",
-            "rt-throttle",
-            "--duration",
-            "30s",
-            "--set",
-            "sys.rt_runtime_us=700000",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    assert!(wait_for_value(RT_RUNTIME, "700000"));
+    let mut child = long_run_with_runtime(&j, "700000");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -654,12 +644,12 @@ fn rt_throttle_sweep_reproduces_the_table_and_restores_both_values() {
             .and_then(|p| p[1].as_f64())
             .expect("fifo")
     };
-    // The spinner gets about its runtime share of CPU 0. A short run can catch one
-    // period's budget more or less at its edges, so the check is loose per row and
-    // strict about the trend.
+    // The spinner gets its runtime share of CPU 0: the preset's warm-up leaves out the
+    // first period (where it can run two budgets back to back), and the remaining
+    // second is one whole period, give or take a sample.
     for (row, cap) in rows.iter().zip([0.2, 0.3, 0.4, 0.5, 0.6, 0.7]) {
         let got = fifo_share(row);
-        assert!((got - cap).abs() < 0.15, "{}: fifo {got}", row["value"]);
+        assert!((got - cap).abs() < 0.08, "{}: fifo {got}", row["value"]);
     }
     assert!(
         fifo_share(&rows[5]) > fifo_share(&rows[0]) + 0.25,
@@ -742,19 +732,7 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
 fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut first = schedlab_with_journal(&dir.path().join("a.jsonl"))
-        .args([
-            "run",
-            "rt-throttle",
-            "--duration",
-            "30s",
-            "--set",
-            "sys.rt_runtime_us=600000",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    assert!(wait_for_value(RT_RUNTIME, "600000"));
+    let mut first = long_run_with_runtime(&dir.path().join("a.jsonl"), "600000");
     let out = schedlab_with_journal(&dir.path().join("b.jsonl"))
         .args([
             "run",
