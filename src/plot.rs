@@ -560,13 +560,23 @@ fn draw_note<DB: DrawingBackend>(plot: &DrawingArea<DB, Shift>, note: &str) -> R
 where
     DB::ErrorType: 'static,
 {
-    let (w, h) = plot.dim_in_pixel();
-    plot.draw(&Text::new(
-        note.to_string(),
+    draw_centred(plot, note, font(15).color(&SUBTLE))
+}
+
+/// `text` centred in `area`, in `style`.
+fn draw_centred<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    style: TextStyle,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (w, h) = area.dim_in_pixel();
+    area.draw(&Text::new(
+        text.to_string(),
         (w as i32 / 2, h as i32 / 2),
-        font(15)
-            .color(&SUBTLE)
-            .pos(Pos::new(HPos::Center, VPos::Center)),
+        style.pos(Pos::new(HPos::Center, VPos::Center)),
     ))?;
     Ok(())
 }
@@ -1119,13 +1129,7 @@ where
     let panels = compare_panels(r);
     let layout = compare_layout(&panels);
     if layout.is_empty() {
-        let (bw, bh) = body.dim_in_pixel();
-        body.draw(&Text::new(
-            "no complete round",
-            (bw as i32 / 2, bh as i32 / 2),
-            font(18).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
-        return Ok(());
+        return draw_centred(&body, "no complete round", font(18));
     }
     let rows = body.split_evenly((layout.len(), 1));
     for (row_area, row) in rows.iter().zip(&layout) {
@@ -1315,13 +1319,7 @@ where
         })
         .collect();
     if groups.is_empty() {
-        let (w, h) = body.dim_in_pixel();
-        body.draw(&Text::new(
-            "no data",
-            (w as i32 / 2, h as i32 / 2),
-            font(18).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))?;
-        return Ok(());
+        return draw_centred(&body, "no data", font(18));
     }
     bar_panel(&body.margin(10, 10, 10, 20), &groups, y_label)
 }

@@ -12,13 +12,7 @@ fn run_json(args: &[&str]) -> Value {
     let mut full = vec!["run"];
     full.extend_from_slice(args);
     full.extend_from_slice(&["--json", "-"]);
-    let out = common::schedlab(&full);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON report")
+    common::json_output(&common::schedlab(&full))
 }
 
 fn task<'a>(report: &'a Value, name: &str) -> &'a Value {

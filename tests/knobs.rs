@@ -395,12 +395,7 @@ fn a_run_that_changes_rt_runtime_restores_it_and_the_journal_goes() {
         ])
         .output()
         .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = common::json_output(&out);
     let task = |name: &str| {
         report["tasks"]
             .as_array()
@@ -458,12 +453,7 @@ fn at_changes_show_in_the_csv_and_the_report() {
         .args(["--csv", csv.to_str().expect("utf8"), "--json", "-"])
         .output()
         .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let report = common::json_output(&out);
     let events = report["events"].as_array().expect("events");
     assert_eq!(events.len(), 2);
     assert!(events.iter().all(|e| e["ok"] == true), "{events:?}");
@@ -627,12 +617,7 @@ fn rt_throttle_sweep_reproduces_the_table_and_restores_both_values() {
         ])
         .output()
         .expect("sweep");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = common::json_output(&out);
     let rows = r["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 6);
     let fifo_share = |row: &serde_json::Value| {
@@ -682,12 +667,7 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
         ])
         .output()
         .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let r = common::json_output(&out);
     assert!(
         r["warnings"].as_array().expect("warnings").is_empty(),
         "{}",

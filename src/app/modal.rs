@@ -49,6 +49,18 @@ impl Mode {
     }
 }
 
+/// What a key inside a popup leads to.
+enum Outcome {
+    Stay,
+    Close,
+    /// Close and apply this setting.
+    Apply(String),
+    /// Close and restart on this preset.
+    Switch(String),
+    /// Stay open and say why not.
+    Complain(&'static str),
+}
+
 fn step(sel: &mut usize, len: usize, down: bool) {
     if len > 0 {
         *sel = if down {
@@ -70,121 +82,71 @@ impl App {
             self.ui.mode = super::Mode::Normal;
             return Vec::new();
         }
-        let mode = std::mem::replace(&mut self.ui.mode, Mode::Normal);
-        let (next, effects) = match mode {
-            Mode::Normal | Mode::Help => (Mode::Normal, Vec::new()),
+        let up = matches!(key.code, KeyCode::Up | KeyCode::Char('k'));
+        let down = matches!(key.code, KeyCode::Down | KeyCode::Char('j'));
+        // Keys edit the popup in place; what it leads to is decided first and carried
+        // out after, when `self` is free again.
+        let outcome = match &mut self.ui.mode {
+            Mode::Normal | Mode::Help => Outcome::Close,
             Mode::Choice {
-                title,
                 options,
-                mut selected,
+                selected,
                 knob,
+                ..
             } => match key.code {
-                KeyCode::Up | KeyCode::Char('k') => {
-                    step(&mut selected, options.len(), false);
-                    (
-                        Mode::Choice {
-                            title,
-                            options,
-                            selected,
-                            knob,
-                        },
-                        Vec::new(),
-                    )
-                }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    step(&mut selected, options.len(), true);
-                    (
-                        Mode::Choice {
-                            title,
-                            options,
-                            selected,
-                            knob,
-                        },
-                        Vec::new(),
-                    )
+                _ if up || down => {
+                    step(selected, options.len(), down);
+                    Outcome::Stay
                 }
                 KeyCode::Enter => {
-                    let value = options.get(selected).cloned().unwrap_or_default();
-                    (Mode::Normal, self.apply(format!("{knob}={value}")))
+                    let value = options.get(*selected).cloned().unwrap_or_default();
+                    Outcome::Apply(format!("{knob}={value}"))
                 }
-                _ => (
-                    Mode::Choice {
-                        title,
-                        options,
-                        selected,
-                        knob,
-                    },
-                    Vec::new(),
-                ),
+                _ => Outcome::Stay,
             },
-            Mode::Input {
-                title,
-                prefix,
-                mut buffer,
-            } => match key.code {
-                KeyCode::Enter => (Mode::Normal, self.apply(format!("{prefix}{buffer}"))),
+            Mode::Input { prefix, buffer, .. } => match key.code {
+                KeyCode::Enter => Outcome::Apply(format!("{prefix}{buffer}")),
                 KeyCode::Backspace => {
                     buffer.pop();
-                    (
-                        Mode::Input {
-                            title,
-                            prefix,
-                            buffer,
-                        },
-                        Vec::new(),
-                    )
+                    Outcome::Stay
                 }
                 KeyCode::Char(c) if buffer.len() < 200 => {
                     buffer.push(c);
-                    (
-                        Mode::Input {
-                            title,
-                            prefix,
-                            buffer,
-                        },
-                        Vec::new(),
-                    )
+                    Outcome::Stay
                 }
-                _ => (
-                    Mode::Input {
-                        title,
-                        prefix,
-                        buffer,
-                    },
-                    Vec::new(),
-                ),
+                _ => Outcome::Stay,
             },
-            Mode::CpuPicker {
-                task,
-                mut cpus,
-                mut cursor,
-            } => match key.code {
-                KeyCode::Left | KeyCode::Up | KeyCode::Char('h') | KeyCode::Char('k') => {
-                    step(&mut cursor, cpus.len(), false);
-                    (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+            Mode::CpuPicker { task, cpus, cursor } => match key.code {
+                KeyCode::Left | KeyCode::Char('h') => {
+                    step(cursor, cpus.len(), false);
+                    Outcome::Stay
                 }
-                KeyCode::Right | KeyCode::Down | KeyCode::Char('l') | KeyCode::Char('j') => {
-                    step(&mut cursor, cpus.len(), true);
-                    (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+                KeyCode::Right | KeyCode::Char('l') => {
+                    step(cursor, cpus.len(), true);
+                    Outcome::Stay
+                }
+                _ if up || down => {
+                    step(cursor, cpus.len(), down);
+                    Outcome::Stay
                 }
                 KeyCode::Char(' ') => {
-                    if let Some(c) = cpus.get_mut(cursor) {
+                    if let Some(c) = cpus.get_mut(*cursor) {
                         *c = !*c;
                     }
-                    (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+                    Outcome::Stay
                 }
                 KeyCode::Char(d) if d.is_ascii_digit() => {
                     let i = d as usize - '0' as usize;
                     if let Some(c) = cpus.get_mut(i) {
                         *c = !*c;
-                        cursor = i;
+                        *cursor = i;
                     }
-                    (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+                    Outcome::Stay
                 }
                 KeyCode::Char('a') => {
                     let all = cpus.iter().all(|c| *c);
                     cpus.iter_mut().for_each(|c| *c = !all);
-                    (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+                    Outcome::Stay
                 }
                 KeyCode::Enter => {
                     let mut set = crate::cpuset::CpuSet::new();
@@ -194,38 +156,44 @@ impl App {
                         }
                     }
                     if set.is_empty() {
-                        self.complain("pick at least one CPU (space toggles, a = all)");
-                        (Mode::CpuPicker { task, cpus, cursor }, Vec::new())
+                        Outcome::Complain("pick at least one CPU (space toggles, a = all)")
                     } else {
-                        (
-                            Mode::Normal,
-                            self.apply(format!("{task}.cpus={}", set.to_list())),
-                        )
+                        Outcome::Apply(format!("{task}.cpus={}", set.to_list()))
                     }
                 }
-                _ => (Mode::CpuPicker { task, cpus, cursor }, Vec::new()),
+                _ => Outcome::Stay,
             },
-            Mode::Presets { mut selected } => match key.code {
-                KeyCode::Up | KeyCode::Char('k') => {
-                    step(&mut selected, self.presets.len(), false);
-                    (Mode::Presets { selected }, Vec::new())
+            Mode::Presets { selected } => match key.code {
+                _ if up || down => {
+                    step(selected, self.presets.len(), down);
+                    Outcome::Stay
                 }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    step(&mut selected, self.presets.len(), true);
-                    (Mode::Presets { selected }, Vec::new())
-                }
-                KeyCode::Enter => match self.presets.get(selected).map(|(n, _)| n.clone()) {
-                    Some(name) => {
-                        self.say(format!("starting {name}..."));
-                        (Mode::Normal, vec![Effect::Restart(Some(name))])
-                    }
-                    None => (Mode::Normal, Vec::new()),
+                KeyCode::Enter => match self.presets.get(*selected) {
+                    Some((name, _)) => Outcome::Switch(name.clone()),
+                    None => Outcome::Close,
                 },
-                _ => (Mode::Presets { selected }, Vec::new()),
+                _ => Outcome::Stay,
             },
         };
-        // `apply` may have complained without closing; keep whatever it left.
-        self.ui.mode = next;
-        effects
+        match outcome {
+            Outcome::Stay => Vec::new(),
+            Outcome::Complain(why) => {
+                self.complain(why);
+                Vec::new()
+            }
+            Outcome::Close => {
+                self.ui.mode = Mode::Normal;
+                Vec::new()
+            }
+            Outcome::Apply(setting) => {
+                self.ui.mode = Mode::Normal;
+                self.apply(setting)
+            }
+            Outcome::Switch(name) => {
+                self.ui.mode = Mode::Normal;
+                self.say(format!("starting {name}..."));
+                vec![Effect::Restart(Some(name))]
+            }
+        }
     }
 }

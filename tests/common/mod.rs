@@ -27,6 +27,16 @@ pub fn schedlab(args: &[&str]) -> Output {
         .expect("run schedlab")
 }
 
+/// The JSON a successful schedlab printed on stdout; a failure shows its stderr.
+pub fn json_output(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "schedlab failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
 /// Wait until `f` holds, at most `limit`.
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
