@@ -108,10 +108,11 @@ fn batch_pipeline_is_not_wakeup_preempted() {
             .expect("rate")
     };
     let other = run_json(&["pipe-wakeup", "--duration", "1.5s"]);
-    // On 6.18 the pinned pipeline is bistable: about one BATCH run in ten stays in the
-    // ping-pong regime it would have under OTHER. Three tries make that a non-issue.
+    // On 6.18 the pinned pipeline is bistable: one BATCH run in five to ten stays in
+    // the ping-pong regime it would have under OTHER (README, "bistable"). Five tries
+    // make a false failure a few in ten thousand.
     let mut seen = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         let batch = run_json(&["pipe-wakeup", "--duration", "1.5s", "--variant", "batch"]);
         assert_eq!(task(&batch, "writer")["policy"], "batch");
         assert_eq!(task(&batch, "reader")["policy"], "batch");
