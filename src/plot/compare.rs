@@ -1,0 +1,322 @@
+//! The compare figure (A against B) and the grouped bar panels it shares with `plot_bars`.
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::style::{
+    draw_centred, font, house_mesh, linear_top, panel_builder, titled, trim_number, Ticks, SUBTLE,
+    TAB10, X_AREA,
+};
+use super::{Bar, Whisker};
+use crate::compare::{display_unit, ratio_text, short, CompareReport};
+
+/// The compare panels: metrics with one unit share a panel, in first-seen order.
+pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
+    let mut panels: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, m) in r.metrics.iter().enumerate() {
+        match panels.iter_mut().find(|(u, _)| *u == m.unit) {
+            Some((_, ids)) => ids.push(i),
+            None => panels.push((m.unit.clone(), vec![i])),
+        }
+    }
+    panels
+}
+
+/// Rows of panels: a panel with many groups gets a row of its own, small ones pair up.
+pub(super) fn compare_layout(panels: &[(String, Vec<usize>)]) -> Vec<Vec<usize>> {
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    let mut pending: Option<usize> = None;
+    for (i, (_, ids)) in panels.iter().enumerate() {
+        if ids.len() > 3 {
+            rows.push(vec![i]);
+        } else if let Some(p) = pending.take() {
+            rows.push(vec![p, i]);
+        } else {
+            pending = Some(i);
+        }
+    }
+    if let Some(p) = pending {
+        rows.push(vec![p]);
+    }
+    rows
+}
+
+/// Words all names end with (" CPU share"), to move into the axis text.
+pub(super) fn common_suffix(names: &[&str]) -> String {
+    if names.len() < 2 {
+        return String::new();
+    }
+    let split: Vec<Vec<&str>> = names.iter().map(|n| n.split(' ').collect()).collect();
+    let mut k = 0;
+    loop {
+        let word = |s: &Vec<&str>| (s.len() > k + 1).then(|| s[s.len() - 1 - k].to_string());
+        let first = word(&split[0]);
+        if first.is_some() && split.iter().all(|s| word(s) == first) {
+            k += 1;
+        } else {
+            break;
+        }
+    }
+    split[0][split[0].len() - k..].join(" ")
+}
+
+const SIDE_A: RGBColor = RGBColor(31, 119, 180);
+const SIDE_B: RGBColor = RGBColor(255, 127, 14);
+
+/// One group of the bar panels: its label and bars (value, whisker, colour).
+struct Group {
+    label: String,
+    bars: Vec<(f64, Whisker, RGBColor)>,
+    /// Text above the group.
+    top: Option<String>,
+}
+
+pub(super) fn draw_compare<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &CompareReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let side = |s: &[String]| {
+        if s.is_empty() {
+            "preset as is".to_string()
+        } else {
+            s.join(",")
+        }
+    };
+    let title = format!(
+        "{} - Linux {}, {} CPUs: A ({}) vs B ({})",
+        r.preset,
+        r.kernel,
+        r.cpus,
+        side(&r.a),
+        side(&r.b)
+    );
+    let title_size = if title.chars().count() > 95 { 18 } else { 22 };
+    let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
+    let sub = format!(
+        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max; above: median of B/A per round{}",
+        r.rounds,
+        if r.rounds == 1 { "" } else { "s" },
+        r.duration_s,
+        if r.interrupted { "; interrupted" } else { "" }
+    );
+    let area = area.titled(&sub, font(14).color(&SUBTLE))?;
+    // The key for the two colours, on a line of its own.
+    let (key, body) = area.split_vertically(26);
+    let items = [
+        (format!("A: {}", side(&r.a)), SIDE_A),
+        (format!("B: {}", side(&r.b)), SIDE_B),
+    ];
+    let mut x = 20;
+    for (label, c) in &items {
+        key.draw(&Rectangle::new([(x, 6), (x + 14, 20)], c.filled()))?;
+        key.draw(&Text::new(
+            label.clone(),
+            (x + 20, 13),
+            font(15).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+        let (tw, _) = key.estimate_text_size(label, &font(15))?;
+        x += 20 + tw as i32 + 40;
+    }
+
+    let panels = compare_panels(r);
+    let layout = compare_layout(&panels);
+    if layout.is_empty() {
+        return draw_centred(&body, "no complete round", font(18));
+    }
+    let rows = body.split_evenly((layout.len(), 1));
+    for (row_area, row) in rows.iter().zip(&layout) {
+        // A lone small panel keeps the width of a pair instead of stretching its bars.
+        let cols = if row.len() == 1 && panels[row[0]].1.len() <= 3 {
+            2
+        } else {
+            row.len()
+        };
+        let cells = row_area.split_evenly((1, cols));
+        for (cell, &p) in cells.iter().zip(row) {
+            let (unit, ids) = &panels[p];
+            let metrics: Vec<&crate::compare::MetricStats> =
+                ids.iter().map(|&i| &r.metrics[i]).collect();
+            let max = metrics
+                .iter()
+                .map(|m| m.a.max.abs().max(m.b.max.abs()))
+                .fold(0.0, f64::max);
+            let (div, shown) = display_unit(unit, max);
+            let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+            let suffix = common_suffix(&names);
+            let groups: Vec<Group> = metrics
+                .iter()
+                .map(|m| {
+                    let bar = |s: &crate::compare::Stats, c| {
+                        (!s.values.is_empty())
+                            .then(|| (s.median / div, Some((s.min / div, s.max / div)), c))
+                    };
+                    Group {
+                        label: m
+                            .name
+                            .strip_suffix(&suffix)
+                            .unwrap_or(&m.name)
+                            .trim()
+                            .to_string(),
+                        bars: [bar(&m.a, SIDE_A), bar(&m.b, SIDE_B)]
+                            .into_iter()
+                            .flatten()
+                            .collect(),
+                        top: (!m.ratios.is_empty())
+                            .then(|| format!("B/A {}x", ratio_text(m.ratio_median))),
+                    }
+                })
+                .collect();
+            let y_desc = if suffix.is_empty() {
+                shown
+            } else {
+                format!("{suffix} ({shown})")
+            };
+            bar_panel(cell, &groups, &y_desc)?;
+        }
+    }
+    Ok(())
+}
+
+/// Grouped bars with whiskers and a text above each group.
+fn bar_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    groups: &[Group],
+    y_desc: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = groups.len().max(1);
+    let top = groups
+        .iter()
+        .flat_map(|g| {
+            g.bars
+                .iter()
+                .map(|(v, w, _)| w.map_or(*v, |(_, hi)| hi.max(*v)))
+        })
+        .fold(0.0, f64::max);
+    let bottom = groups
+        .iter()
+        .flat_map(|g| {
+            g.bars
+                .iter()
+                .map(|(v, w, _)| w.map_or(*v, |(lo, _)| lo.min(*v)))
+        })
+        .fold(0.0, f64::min);
+    let y_top = linear_top(top) * 1.18;
+    let keys: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let mut chart = panel_builder(area, X_AREA - 10)
+        .build_cartesian_2d(Ticks::new(-0.5..n as f64 - 0.5, keys), bottom * 1.1..y_top)?;
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let group_px = plot_w as f64 / n as f64;
+    let longest = groups
+        .iter()
+        .map(|g| g.label.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    // Shrink the group labels until the longest fits its group.
+    let label_size = (12..=15)
+        .rev()
+        .find(|s| longest as f64 * *s as f64 * 0.6 <= group_px * 0.95)
+        .unwrap_or(11);
+    let label_of = |v: &f64| {
+        let i = v.round();
+        if (v - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        groups
+            .get(i as usize)
+            .map_or_else(String::new, |g| g.label.clone())
+    };
+    house_mesh(&mut chart.configure_mesh())
+        .disable_x_mesh()
+        .y_desc(y_desc)
+        .x_label_style(font(label_size))
+        .y_labels(6)
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|v| trim_number(*v))
+        .draw()?;
+    let per = groups
+        .iter()
+        .map(|g| g.bars.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    // Bars no wider than about 90 px, whatever the room.
+    let span = 0.8f64.min(per * 90.0 / group_px.max(1.0));
+    let slot = span / per;
+    for (i, g) in groups.iter().enumerate() {
+        let start = i as f64 - span / 2.0;
+        for (j, (v, whisker, c)) in g.bars.iter().enumerate() {
+            let x0 = start + slot * j as f64 + slot * 0.08;
+            let x1 = start + slot * (j + 1) as f64 - slot * 0.08;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x0, 0.0), (x1, *v)],
+                c.filled(),
+            )))?;
+            if let Some((lo, hi)) = whisker {
+                let mid = (x0 + x1) / 2.0;
+                let cap = (x1 - x0) * 0.25;
+                let style = BLACK.stroke_width(2);
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(mid, *lo), (mid, *hi)],
+                    style,
+                )))?;
+                for y in [lo, hi] {
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        vec![(mid - cap, *y), (mid + cap, *y)],
+                        style,
+                    )))?;
+                }
+            }
+        }
+        if let Some(text) = &g.top {
+            let high = g
+                .bars
+                .iter()
+                .map(|(v, w, _)| w.map_or(*v, |(_, hi)| hi.max(*v)))
+                .fold(0.0, f64::max);
+            let size = if text.chars().count() as f64 * 8.0 > group_px {
+                11
+            } else {
+                14
+            };
+            chart.draw_series(std::iter::once(Text::new(
+                text.clone(),
+                (i as f64, high + (y_top - bottom) * 0.03),
+                font(size).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )))?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    y_label: &str,
+    bars: &[Bar],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let body = titled(root, title, "")?;
+    let groups: Vec<Group> = bars
+        .iter()
+        .map(|(name, v, w)| Group {
+            label: name.clone(),
+            bars: vec![(*v, *w, TAB10[0])],
+            top: Some(short(*v)),
+        })
+        .collect();
+    if groups.is_empty() {
+        return draw_centred(&body, "no data", font(18));
+    }
+    bar_panel(&body.margin(10, 10, 10, 20), &groups, y_label)
+}

@@ -1,0 +1,187 @@
+//! Plots of runs, sweeps and comparisons as PNG or SVG files, readable without the terminal.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{bail, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::compare::CompareReport;
+use crate::report::RunReport;
+use crate::sweep::SweepReport;
+
+use compare::{compare_layout, compare_panels, draw_bars, draw_compare};
+use curves::draw_curves;
+use run::draw_run;
+use style::SANS;
+use sweep::draw_sweep;
+
+mod compare;
+mod curves;
+mod run;
+mod style;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+/// The one font of every plot, embedded so that no font has to be installed.
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// Multi-panel figures.
+const TALL: (u32, u32) = (1200, 900);
+/// One-panel figures.
+const FLAT: (u32, u32) = (1200, 700);
+
+/// A bar of [`plot_bars`]: its label, value and an optional (min, max) whisker.
+pub type Bar = (String, f64, Whisker);
+/// The (min, max) a whisker spans.
+pub type Whisker = Option<(f64, f64)>;
+
+/// A plot file's format, from its extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Png,
+    Svg,
+}
+
+/// The format `path` asks for; anything but .png and .svg is an error. Cheap: callers
+/// check a `--plot` path with it before a run, not after.
+pub fn format_of(path: &Path) -> Result<Format> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("png") => Ok(Format::Png),
+        Some("svg") => Ok(Format::Svg),
+        _ => bail!(
+            "plot file must end in .png or .svg, not \"{}\"",
+            path.display()
+        ),
+    }
+}
+
+/// Time series of a run: CPU share, switches and the headline group's throughput, with
+/// every knob change marked.
+pub fn plot_run(report: &RunReport, path: &Path) -> Result<()> {
+    save(path, TALL, &Figure::Run(report))
+}
+
+/// CPU share of each task and the headline over the swept knob's values.
+pub fn plot_sweep(report: &SweepReport, path: &Path) -> Result<()> {
+    save(path, TALL, &Figure::Sweep(report))
+}
+
+/// Side A against side B: bars of the medians with min-max whiskers, B/A above each.
+pub fn plot_compare(report: &CompareReport, path: &Path) -> Result<()> {
+    let rows = compare_layout(&compare_panels(report)).len().max(1);
+    let height = if rows <= 3 {
+        TALL.1
+    } else {
+        130 + 260 * rows as u32
+    };
+    save(path, (TALL.0, height), &Figure::Compare(report))
+}
+
+/// Bars with an optional (min, max) whisker each.
+pub fn plot_bars(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<()> {
+    save(
+        path,
+        FLAT,
+        &Figure::Bars {
+            title,
+            y_label,
+            bars,
+        },
+    )
+}
+
+/// Several histograms or curves on one x axis (logarithmic with `log_x`, where points
+/// with x <= 0 are left out): each series is (name, points (x, y)).
+pub fn plot_curves(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<()> {
+    save(
+        path,
+        FLAT,
+        &Figure::Curves {
+            title,
+            x_label,
+            y_label,
+            log_x,
+            series,
+        },
+    )
+}
+
+enum Figure<'a> {
+    Run(&'a RunReport),
+    Sweep(&'a SweepReport),
+    Compare(&'a CompareReport),
+    Bars {
+        title: &'a str,
+        y_label: &'a str,
+        bars: &'a [Bar],
+    },
+    Curves {
+        title: &'a str,
+        x_label: &'a str,
+        y_label: &'a str,
+        log_x: bool,
+        series: &'a [(String, Vec<(f64, f64)>)],
+    },
+}
+
+/// plotters with `ab_glyph` knows no font until one is registered, and registering
+/// twice would only waste time.
+fn register_font() -> Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED
+        .get_or_init(|| plotters::style::register_font(SANS, FontStyle::Normal, FONT).is_ok());
+    if !ok {
+        bail!("the font embedded from assets/fonts/DejaVuSans.ttf is not a TrueType font");
+    }
+    Ok(())
+}
+
+fn save(path: &Path, size: (u32, u32), figure: &Figure) -> Result<()> {
+    let format = format_of(path)?;
+    register_font()?;
+    let written = match format {
+        Format::Png => draw_on(BitMapBackend::new(path, size).into_drawing_area(), figure),
+        Format::Svg => draw_on(SVGBackend::new(path, size).into_drawing_area(), figure),
+    };
+    written.with_context(|| format!("writing plot {}", path.display()))
+}
+
+fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    match figure {
+        Figure::Run(r) => draw_run(&root, r)?,
+        Figure::Sweep(r) => draw_sweep(&root, r)?,
+        Figure::Compare(r) => draw_compare(&root, r)?,
+        Figure::Bars {
+            title,
+            y_label,
+            bars,
+        } => draw_bars(&root, title, y_label, bars)?,
+        Figure::Curves {
+            title,
+            x_label,
+            y_label,
+            log_x,
+            series,
+        } => draw_curves(&root, title, x_label, y_label, *log_x, series)?,
+    }
+    root.present()?;
+    Ok(())
+}

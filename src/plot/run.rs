@@ -1,0 +1,259 @@
+//! The run figure: CPU share, switches and throughput over time, with knob changes marked.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{
+    color, headroom, label_rows, legend, line_chart, line_width, linear_top, si_tick, titled,
+    trim_number, Axes, Line, Mark, Marker, LEGEND_W,
+};
+use crate::compare::display_unit;
+use crate::report::RunReport;
+
+pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
+const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);
+
+/// A time panel: lines over x, dashed markers with their labels in the headroom.
+#[allow(clippy::too_many_arguments)]
+fn time_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    x: Range<f64>,
+    y: Range<f64>,
+    log_y: bool,
+    lines: &[Line],
+    markers: &[Marker],
+    x_desc: &str,
+    y_desc: &str,
+    note: Option<&str>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (rows, _) = label_rows(area, &x, markers)?;
+    let marks: Vec<(&Marker, usize)> = markers.iter().zip(rows).collect();
+    let y_fmt: fn(&f64) -> String = if log_y {
+        |v| si_tick(*v)
+    } else {
+        |v| trim_number(*v)
+    };
+    let axes = Axes {
+        x_desc,
+        y_desc,
+        x_fmt: &|v| trim_number(*v),
+        y_fmt: &y_fmt,
+        y_labels: 6,
+    };
+    if log_y {
+        line_chart(
+            area,
+            x,
+            y.clone().log_scale(),
+            &y,
+            lines,
+            &marks,
+            &axes,
+            note,
+        )
+    } else {
+        line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note)
+    }
+}
+
+pub(super) fn draw_run<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &RunReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!("{} - Linux {}, {} CPUs", r.preset, r.kernel, r.cpus);
+    let mut sub = vec![format!(
+        "{:.1} s sampled every {} ms",
+        r.duration_s,
+        trim_number(r.interval_ms)
+    )];
+    if !r.overrides.is_empty() {
+        sub.push(r.overrides.join(" "));
+    }
+    if r.summary_from_s > 0.0 {
+        sub.push(format!("summaries from {:.1} s", r.summary_from_s));
+    }
+    if r.interrupted {
+        sub.push("interrupted".into());
+    }
+    let body = titled(root, &title, &sub.join("; "))?;
+    let (w, _) = body.dim_in_pixel();
+    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
+    let panels = plots.split_evenly((3, 1));
+
+    let s = &r.series;
+    let n = s.tasks.len();
+    let x_end = s
+        .points
+        .iter()
+        .map(|p| p.t_s)
+        .fold(r.duration_s, f64::max)
+        .max(0.1);
+    let x = 0.0..x_end;
+    let mut cpu_lines: Vec<Line> = (0..n)
+        .map(|i| Line {
+            color: color(i, n),
+            width: line_width(i, n),
+            points: Vec::new(),
+        })
+        .collect();
+    let mut switch_lines: Vec<Line> = (0..n)
+        .map(|i| Line {
+            color: color(i, n),
+            width: line_width(i, n),
+            points: Vec::new(),
+        })
+        .collect();
+    let group = &r.metrics.headline.task;
+    let in_group: Vec<bool> = s
+        .tasks
+        .iter()
+        .map(|name| r.tasks.iter().any(|t| &t.name == name && &t.group == group))
+        .collect();
+    // Tasks of one sample share its time up to rounding; a millisecond key groups them.
+    let mut throughput: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+    // The sample that ends a run comes moments after the one before: rates over a few
+    // milliseconds are noise, not a drop to zero.
+    let min_gap = r.interval_ms / 1000.0 * 0.5;
+    let mut last_t = vec![0.0; n];
+    for p in &s.points {
+        match last_t.get_mut(p.task) {
+            Some(prev) if p.t_s - *prev >= min_gap => *prev = p.t_s,
+            _ => continue,
+        }
+        if let Some(l) = cpu_lines.get_mut(p.task) {
+            l.points.push((p.t_s, p.cpu_share * 100.0));
+        }
+        if let Some(l) = switch_lines.get_mut(p.task) {
+            // A log axis has no 0: below one switch per second counts as one.
+            l.points.push((p.t_s, p.switches_per_s.max(1.0)));
+        }
+        if in_group.get(p.task).copied().unwrap_or(false) {
+            let e = throughput
+                .entry((p.t_s * 1000.0).round() as i64)
+                .or_insert((p.t_s, 0.0));
+            e.1 += p.progress_per_s;
+        }
+    }
+    let unit = r.metrics.throughput_unit.as_str();
+    let tp_max = throughput.values().map(|v| v.1).fold(0.0, f64::max);
+    let (div, shown_unit) = display_unit(&format!("{unit}/s"), tp_max);
+    let tp_line = Line {
+        color: BLACK,
+        width: 2,
+        points: throughput.values().map(|&(t, v)| (t, v / div)).collect(),
+    };
+
+    let markers: Vec<Marker> = r
+        .events
+        .iter()
+        .map(|e| Marker {
+            t: e.t_s,
+            label: if e.ok {
+                e.setting.clone()
+            } else {
+                format!("{} (refused)", e.setting)
+            },
+            color: if e.ok { EVENT_OK } else { EVENT_REFUSED },
+        })
+        .collect();
+    let (_, label_rows_n) = label_rows(&panels[0], &x, &markers)?;
+    let no_data = s.points.is_empty().then_some("no samples");
+
+    let cpu_max = cpu_lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let cpu_top = headroom(
+        &panels[0],
+        0.0,
+        linear_top(cpu_max).max(5.0),
+        label_rows_n,
+        false,
+    );
+    time_panel(
+        &panels[0],
+        x.clone(),
+        0.0..cpu_top,
+        false,
+        &cpu_lines,
+        &markers,
+        "time (s)",
+        "CPU share (% of one CPU)",
+        no_data,
+    )?;
+
+    let sw_max = switch_lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(1.0, f64::max);
+    let sw_top = headroom(&panels[1], 1.0, sw_max * 1.5, label_rows_n, true);
+    time_panel(
+        &panels[1],
+        x.clone(),
+        1.0..sw_top,
+        true,
+        &switch_lines,
+        &markers,
+        "time (s)",
+        "switches/s per task (log)",
+        no_data,
+    )?;
+
+    let tp_top = headroom(
+        &panels[2],
+        0.0,
+        linear_top(tp_max / div),
+        label_rows_n,
+        false,
+    );
+    let tp_note = if unit.is_empty() {
+        Some(format!("the {group} tasks count no progress"))
+    } else {
+        no_data.map(str::to_string)
+    };
+    time_panel(
+        &panels[2],
+        x,
+        0.0..tp_top,
+        false,
+        &[tp_line],
+        &markers,
+        "time (s)",
+        &format!("{group} throughput ({shown_unit})"),
+        tp_note.as_deref(),
+    )?;
+
+    let mut entries: Vec<(String, RGBColor, Mark)> = s
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let nice = r
+                .tasks
+                .iter()
+                .find(|t| &t.name == name)
+                .map_or(0, |t| t.nice);
+            let label = if nice == 0 {
+                name.clone()
+            } else {
+                format!("{name} (nice {nice})")
+            };
+            (label, color(i, n), Mark::Line)
+        })
+        .collect();
+    entries.push((format!("{group} throughput"), BLACK, Mark::Line));
+    if !markers.is_empty() {
+        entries.push(("knob change".into(), EVENT_OK, Mark::Dashed));
+    }
+    legend(&side, 16, &entries)
+}

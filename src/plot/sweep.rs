@@ -1,0 +1,216 @@
+//! The sweep figure: CPU shares and the headline over the swept knob's values.
+
+use std::ops::Range;
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{
+    color, draw_note, house_mesh, legend, linear_top, panel_builder, titled, trim_number, Mark,
+    Ticks, LEGEND_W, X_AREA,
+};
+use crate::compare::display_unit;
+use crate::sweep::SweepReport;
+
+/// Key points and labels of a sweep's x axis: the values themselves when they are all
+/// numbers, else evenly spaced categories.
+pub(super) struct SweepAxis {
+    pub(super) range: Range<f64>,
+    pub(super) xs: Vec<f64>,
+    pub(super) labels: Vec<(f64, String)>,
+}
+
+pub(super) fn sweep_axis(values: &[String]) -> SweepAxis {
+    let numbers: Option<Vec<f64>> = values
+        .iter()
+        .map(|v| v.parse::<f64>().ok().filter(|f| f.is_finite()))
+        .collect();
+    match numbers {
+        Some(xs) if !xs.is_empty() => {
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let pad = if hi > lo { (hi - lo) * 0.05 } else { 1.0 };
+            // Labels closer than 4% of the axis would overlap: keep the first of them.
+            let mut labels: Vec<(f64, String)> = Vec::new();
+            let mut sorted: Vec<(f64, &String)> = xs.iter().copied().zip(values).collect();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (x, v) in sorted {
+                if labels
+                    .last()
+                    .is_none_or(|(l, _)| x - l >= (hi - lo + 2.0 * pad) * 0.04)
+                {
+                    labels.push((x, v.clone()));
+                }
+            }
+            SweepAxis {
+                range: lo - pad..hi + pad,
+                xs,
+                labels,
+            }
+        }
+        _ => {
+            let xs: Vec<f64> = (0..values.len()).map(|i| i as f64).collect();
+            SweepAxis {
+                range: -0.5..values.len().max(1) as f64 - 0.5,
+                labels: xs.iter().copied().zip(values.iter().cloned()).collect(),
+                xs,
+            }
+        }
+    }
+}
+
+/// The headline of a sweep or run in a unit people read: (divide by, axis text).
+fn headline_axis(kind: &str, task: &str, unit: &str, max: f64) -> (f64, String) {
+    match kind {
+        "share" => (0.01, format!("{task} CPU share (% of one CPU)")),
+        "fairness" => (0.01, "fairness error (% of CPU time)".into()),
+        "latency" => {
+            let (div, u) = display_unit(unit, max);
+            (div, format!("{task} switch latency p50 ({u})"))
+        }
+        _ => {
+            let (div, u) = display_unit(unit, max);
+            (div, format!("{task} {kind} ({u})"))
+        }
+    }
+}
+
+pub(super) fn draw_sweep<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &SweepReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let title = format!(
+        "{} - Linux {}, {} CPUs: sweep of {}",
+        r.preset, r.kernel, r.cpus, r.knob
+    );
+    let sub = format!(
+        "{} values, {:.1} s each{}",
+        r.rows.len(),
+        r.duration_s,
+        if r.interrupted { "; interrupted" } else { "" }
+    );
+    let body = titled(root, &title, &sub)?;
+    let (w, _) = body.dim_in_pixel();
+    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
+    let panels = plots.split_evenly((2, 1));
+    let values: Vec<String> = r.rows.iter().map(|row| row.value.clone()).collect();
+    let axis = sweep_axis(&values);
+
+    // Tasks by name in first-seen order: a count sweep changes which tasks exist.
+    let mut names: Vec<String> = Vec::new();
+    for row in &r.rows {
+        for (name, _) in &row.cpu_share {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    let n = names.len();
+    let share_series: Vec<(RGBColor, Vec<(f64, f64)>)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let pts = r
+                .rows
+                .iter()
+                .zip(&axis.xs)
+                .filter_map(|(row, &x)| {
+                    row.cpu_share
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, s)| (x, s * 100.0))
+                })
+                .collect();
+            (color(i, n), pts)
+        })
+        .collect();
+    let share_max = share_series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(0.0, f64::max);
+    let empty = r.rows.is_empty().then_some("no runs");
+    sweep_panel(
+        &panels[0],
+        &axis,
+        0.0..linear_top(share_max).max(5.0) * 1.04,
+        &share_series,
+        &r.knob,
+        "CPU share (% of one CPU)",
+        empty,
+    )?;
+
+    let head = r.rows.first().map(|row| &row.headline);
+    let h_max = r
+        .rows
+        .iter()
+        .map(|row| row.headline.value.abs())
+        .fold(0.0, f64::max);
+    let (div, desc) = head.map_or((1.0, "headline".to_string()), |h| {
+        headline_axis(&h.kind, &h.task, &h.unit, h_max)
+    });
+    let pts: Vec<(f64, f64)> = r
+        .rows
+        .iter()
+        .zip(&axis.xs)
+        .map(|(row, &x)| (x, row.headline.value / div))
+        .collect();
+    sweep_panel(
+        &panels[1],
+        &axis,
+        0.0..linear_top(h_max / div) * 1.04,
+        &[(BLACK, pts)],
+        &r.knob,
+        &desc,
+        empty,
+    )?;
+
+    let entries: Vec<(String, RGBColor, Mark)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.clone(), color(i, n), Mark::Line))
+        .collect();
+    legend(&side, 16, &entries)
+}
+
+fn sweep_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &SweepAxis,
+    y: Range<f64>,
+    series: &[(RGBColor, Vec<(f64, f64)>)],
+    x_desc: &str,
+    y_desc: &str,
+    note: Option<&str>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let keys: Vec<f64> = axis.labels.iter().map(|(x, _)| *x).collect();
+    let mut chart =
+        panel_builder(area, X_AREA).build_cartesian_2d(Ticks::new(axis.range.clone(), keys), y)?;
+    let label_of = |v: &f64| {
+        axis.labels
+            .iter()
+            .find(|(x, _)| (x - v).abs() < 1e-9 * x.abs().max(1.0))
+            .map_or_else(String::new, |(_, l)| l.clone())
+    };
+    house_mesh(&mut chart.configure_mesh())
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_labels(6)
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|v| trim_number(*v))
+        .draw()?;
+    for (c, pts) in series {
+        chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+    }
+    if let Some(note) = note {
+        let plot = chart.plotting_area().strip_coord_spec();
+        draw_note(&plot, note)?;
+    }
+    Ok(())
+}
