@@ -163,7 +163,7 @@ pub(super) struct Line {
     pub(super) points: Vec<(f64, f64)>,
 }
 
-/// Pixel geometry every chart of this file uses, so that label rows can be planned
+/// Pixel geometry every chart uses, so that label rows can be planned
 /// before the chart exists.
 const MARGIN: u32 = 10;
 const Y_AREA: u32 = 78;
