@@ -168,7 +168,27 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
         "nice 20 is clamped to 19 by the kernel"
     );
     assert!(tasks.iter().all(|t| t["ideal_share"].is_f64()));
-    assert!(r["metrics"]["fairness_error"].as_f64().expect("error") < 0.2);
+    // The split among the rungs, once CPU time the ladder lost to other load (steal, a
+    // cold CI machine's writeback) is taken out: what the nice weights decide.
+    let shares: Vec<(f64, f64)> = tasks
+        .iter()
+        .map(|t| {
+            let v = |k: &str| t[k].as_f64().expect("share");
+            (v("cpu_share"), v("ideal_share"))
+        })
+        .collect();
+    let got: f64 = shares.iter().map(|(m, _)| m).sum();
+    let ideal: f64 = shares.iter().map(|(_, i)| i).sum();
+    let split_error = shares
+        .iter()
+        .map(|(m, i)| (m * ideal / got - i).abs())
+        .sum::<f64>()
+        / (2.0 * ideal);
+    assert!(
+        split_error < 0.15,
+        "split error {split_error:.3} (reported {}): {shares:?}",
+        r["metrics"]["fairness_error"]
+    );
 
     let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");

@@ -124,19 +124,13 @@ fn rt_period_rr_timeslice_and_autogroup_apply_and_restore() {
         .collect();
     {
         let mut sys = SystemKnobs::new(journal_path(&dir));
-        // Seen once in CI: EBUSY while a task of an earlier test was still leaving a
-        // cgroup. The kernel's answer is right at that moment; give it a moment.
-        let mut longer = sys.set(&SysKnob::RtPeriod, "1100000", false);
-        for _ in 0..10 {
-            match &longer {
-                Err(e) if e.contains("EBUSY") => {
-                    std::thread::sleep(Duration::from_millis(100));
-                    longer = sys.set(&SysKnob::RtPeriod, "1100000", false);
-                }
-                _ => break,
-            }
-        }
-        assert_eq!(longer.expect("longer period"), "1100000");
+        // Seen twice in CI: a transient EBUSY (an earlier test's task still holding
+        // bandwidth). schedlab itself retries busy writes for a second.
+        assert_eq!(
+            sys.set(&SysKnob::RtPeriod, "1100000", false)
+                .expect("longer period"),
+            "1100000"
+        );
         assert_eq!(
             sys.set(&SysKnob::RtPeriod, "1000000", false).expect("back"),
             "1000000"

@@ -101,14 +101,27 @@ fn owner_alive(pid: u32) -> bool {
 }
 
 /// Undo one entry.
-fn undo(entry: &Entry) -> Result<(), String> {
+/// Why an entry could not be undone, and whether the kernel said "busy" (which passes).
+struct Failure {
+    why: String,
+    busy: bool,
+}
+
+impl Failure {
+    fn new(why: String, errno: Option<i32>) -> Failure {
+        Failure {
+            why,
+            busy: errno == Some(libc::EBUSY),
+        }
+    }
+}
+
+fn undo(entry: &Entry) -> Result<(), Failure> {
     match entry {
-        Entry::File { path, old } => {
-            super::sys::write_file(path, old.trim()).map_err(|e| e.to_string())
-        }
-        Entry::Mount { target } => {
-            nix::mount::umount(target.as_path()).map_err(|e| format!("umount: {e}"))
-        }
+        Entry::File { path, old } => super::sys::write_file(path, old.trim())
+            .map_err(|e| Failure::new(e.to_string(), e.raw_os_error())),
+        Entry::Mount { target } => nix::mount::umount(target.as_path())
+            .map_err(|e| Failure::new(format!("umount: {e}"), Some(e as i32))),
         Entry::Dir { path } => {
             if !path.exists() {
                 return Ok(());
@@ -116,7 +129,8 @@ fn undo(entry: &Entry) -> Result<(), String> {
             // A cgroup empties when its last task is reaped; give stragglers a moment.
             let mut last = Ok(());
             for _ in 0..50 {
-                last = std::fs::remove_dir(path).map_err(|e| format!("rmdir: {e}"));
+                last = std::fs::remove_dir(path)
+                    .map_err(|e| Failure::new(format!("rmdir: {e}"), e.raw_os_error()));
                 if last.is_ok() {
                     break;
                 }
@@ -127,12 +141,19 @@ fn undo(entry: &Entry) -> Result<(), String> {
     }
 }
 
+/// Passes that settle the order between entries (a root cgroup's RT runtime and the
+/// sysctl must go back in the right order).
+const ORDER_PASSES: usize = 3;
+/// Further passes, 100 ms apart, for entries the kernel called busy: a task that just
+/// exited can hold RT or deadline bandwidth for a moment (seen here on rt_period).
+const BUSY_PASSES: usize = 10;
+
 /// Undo entries newest first. A knob refused because of ordering (RT runtime below a
 /// cgroup's, say) is retried after the others, up to three passes.
 pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
     let mut pending: Vec<Entry> = entries.iter().rev().cloned().collect();
     let mut done = Vec::new();
-    for pass in 0..3 {
+    for pass in 1..=ORDER_PASSES + BUSY_PASSES {
         let mut failed = Vec::new();
         for entry in pending {
             match undo(&entry) {
@@ -140,17 +161,22 @@ pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
                     entry,
                     result: Ok(()),
                 }),
-                Err(e) if pass < 2 => failed.push((entry, e)),
+                Err(e) if pass < ORDER_PASSES || (e.busy && pass < ORDER_PASSES + BUSY_PASSES) => {
+                    failed.push(entry)
+                }
                 Err(e) => done.push(Restored {
                     entry,
-                    result: Err(e),
+                    result: Err(e.why),
                 }),
             }
         }
         if failed.is_empty() {
             break;
         }
-        pending = failed.into_iter().map(|(e, _)| e).collect();
+        if pass >= ORDER_PASSES {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        pending = failed;
     }
     done
 }

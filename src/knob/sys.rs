@@ -499,7 +499,7 @@ fn write_error(knob: &SysKnob, path: &Path, value: &str, e: std::io::Error) -> S
             errno.desc()
         ),
         (SysKnob::RtRuntime | SysKnob::RtPeriod, Errno::EBUSY) => format!(
-            "{errno:?} ({}): RT tasks in a cgroup hold runtime that this would take away",
+            "{errno:?} ({}): bandwidth in use would not fit (SCHED_DEADLINE tasks and the fair servers reserve runtime out of runtime/period, and a cgroup with RT tasks cannot lose all its RT runtime); still busy after 1 s",
             errno.desc()
         ),
         (_, Errno::EPERM) if knob.is_debugfs() => format!("{errno:?}: {}", lockdown_reason()),
@@ -522,7 +522,18 @@ fn journaled_write(
     ctx.journal
         .record_file(path)
         .map_err(|e| format!("{}: journal: {e:#}", knob.name()))?;
-    write_file(path, value).map_err(|e| write_error(knob, path, value, e))
+    // EBUSY can be transient (a task that just exited still holds RT or deadline
+    // bandwidth): tries 100 ms apart for a second before reporting it.
+    let mut tries = 0;
+    loop {
+        match write_file(path, value) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 10 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            result => return result.map_err(|e| write_error(knob, path, value, e)),
+        }
+    }
 }
 
 fn read_i64(path: &Path) -> Result<i64, String> {
