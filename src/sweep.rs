@@ -31,6 +31,8 @@ pub struct SweepReport {
     pub cpus: usize,
     pub knob: String,
     pub duration_s: f64,
+    /// Each row's summaries start this far into its run (the preset's warm-up).
+    pub summary_from_s: f64,
     pub rows: Vec<SweepRow>,
     pub interrupted: bool,
 }
@@ -46,7 +48,7 @@ pub fn sweep(
 ) -> Result<SweepReport> {
     let mut rows = Vec::new();
     let mut interrupted = false;
-    let mut duration_s = 0.0;
+    let (mut duration_s, mut summary_from_s) = (0.0, 0.0);
     for value in values {
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -65,6 +67,7 @@ pub fn sweep(
         }
         let r = run(&p, &o, sys)?;
         duration_s = r.duration_s;
+        summary_from_s = r.summary_from_s;
         interrupted |= r.interrupted;
         rows.push(SweepRow {
             value: value.clone(),
@@ -88,6 +91,7 @@ pub fn sweep(
         cpus: crate::system::online_cpus().count(),
         knob: knob.to_string(),
         duration_s,
+        summary_from_s,
         rows,
         interrupted,
     })
@@ -98,12 +102,17 @@ pub fn render(r: &SweepReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "sweep of {} on {} (Linux {}, {} CPUs), {:.1} s per value{}",
+        "sweep of {} on {} (Linux {}, {} CPUs), {:.1} s per value{}{}",
         r.knob,
         r.preset,
         r.kernel,
         r.cpus,
         r.duration_s,
+        if r.summary_from_s > 0.0 {
+            format!(", measured after a {:.1} s warm-up", r.summary_from_s)
+        } else {
+            String::new()
+        },
         if r.interrupted { " (interrupted)" } else { "" }
     );
     let tasks: Vec<String> = r.rows.first().map_or_else(Vec::new, |row| {

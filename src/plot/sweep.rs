@@ -88,9 +88,14 @@ where
         r.preset, r.kernel, r.cpus, r.knob
     );
     let sub = format!(
-        "{} values, {:.1} s each{}",
+        "{} values, {:.1} s each{}{}",
         r.rows.len(),
         r.duration_s,
+        if r.summary_from_s > 0.0 {
+            format!(" (measured after {:.1} s of warm-up)", r.summary_from_s)
+        } else {
+            String::new()
+        },
         if r.interrupted { "; interrupted" } else { "" }
     );
     let body = titled(root, &title, &sub)?;

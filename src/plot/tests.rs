@@ -181,6 +181,7 @@ fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
         cpus: 2,
         knob: "sys.rt_runtime_us".into(),
         duration_s: 2.0,
+        summary_from_s: 1.0,
         rows: values
             .iter()
             .enumerate()
