@@ -168,27 +168,24 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
         "nice 20 is clamped to 19 by the kernel"
     );
     assert!(tasks.iter().all(|t| t["ideal_share"].is_f64()));
-    // The split among the rungs, once CPU time the ladder lost to other load (steal, a
-    // cold CI machine's writeback) is taken out: what the nice weights decide.
-    let shares: Vec<(f64, f64)> = tasks
+    // Nice decides the split: the nice -20 rung gets the most, and the three highest
+    // rungs together far more than the five lowest. (How close the split comes to the
+    // weights is the kernel's business and `check`'s finding: 1-6 % here, but a
+    // 1.5 s run on a busy CI machine saw 20 % while the balancer was still settling.)
+    let shares: Vec<f64> = tasks
         .iter()
-        .map(|t| {
-            let v = |k: &str| t[k].as_f64().expect("share");
-            (v("cpu_share"), v("ideal_share"))
-        })
+        .map(|t| t["cpu_share"].as_f64().expect("share"))
         .collect();
-    let got: f64 = shares.iter().map(|(m, _)| m).sum();
-    let ideal: f64 = shares.iter().map(|(_, i)| i).sum();
-    let split_error = shares
-        .iter()
-        .map(|(m, i)| (m * ideal / got - i).abs())
-        .sum::<f64>()
-        / (2.0 * ideal);
+    let top = shares[0];
     assert!(
-        split_error < 0.15,
-        "split error {split_error:.3} (reported {}): {shares:?}",
-        r["metrics"]["fairness_error"]
+        shares[1..].iter().all(|s| *s < top),
+        "nice -20 gets the most: {shares:?}"
     );
+    let high: f64 = shares[..3].iter().sum();
+    let low: f64 = shares[6..].iter().sum();
+    assert!(high > 4.0 * low, "weights decide: {shares:?}");
+    let error = r["metrics"]["fairness_error"].as_f64().expect("error");
+    assert!((0.0..=1.0).contains(&error), "{error}");
 
     let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");
