@@ -127,7 +127,21 @@ pub struct SettingsArgs {
     pub variant: Option<String>,
 }
 
-/// Flags about system knobs, shared by run and sweep.
+/// What run, sweep and compare share besides their duration: the warm-up, the task
+/// settings and the system flags.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HeadlessArgs {
+    /// Leave this much of the start out of the summaries (default: the preset's
+    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    #[command(flatten)]
+    pub system: SystemArgs,
+}
+
+/// Flags about system knobs, shared by every command that runs a preset.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SystemArgs {
     /// Mount debugfs for this run (unmounted again at exit).
@@ -150,20 +164,14 @@ pub struct SweepArgs {
     /// How long each value runs.
     #[arg(long, default_value = "5s")]
     pub duration: String,
-    /// Leave this much of the start out of the summaries (default: the preset's
-    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
-    #[arg(long, value_name = "DURATION")]
-    pub warmup: Option<String>,
     #[command(flatten)]
-    pub settings: SettingsArgs,
+    pub headless: HeadlessArgs,
     /// Write the sweep as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
     /// Plot CPU share per task and the headline over the knob's values (.png or .svg).
     #[arg(long, value_name = "FILE.png|svg")]
     pub plot: Option<PathBuf>,
-    #[command(flatten)]
-    pub system: SystemArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -184,20 +192,14 @@ pub struct CompareArgs {
     #[arg(long, default_value = "3s")]
     pub duration: String,
     /// Settings applied to both sides.
-    /// Leave this much of the start out of the summaries (default: the preset's
-    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
-    #[arg(long, value_name = "DURATION")]
-    pub warmup: Option<String>,
     #[command(flatten)]
-    pub settings: SettingsArgs,
+    pub headless: HeadlessArgs,
     /// Write the comparison as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
     /// Plot A against B per metric (.png or .svg).
     #[arg(long, value_name = "FILE.png|svg")]
     pub plot: Option<PathBuf>,
-    #[command(flatten)]
-    pub system: SystemArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -208,12 +210,8 @@ pub struct RunArgs {
     /// How long to run, e.g. 10s, 1.5s, 500ms. A finite workload (make) may end sooner.
     #[arg(long, default_value = "10s")]
     pub duration: String,
-    /// Leave this much of the start out of the summaries (default: the preset's
-    /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
-    #[arg(long, value_name = "DURATION")]
-    pub warmup: Option<String>,
     #[command(flatten)]
-    pub settings: SettingsArgs,
+    pub headless: HeadlessArgs,
     /// Write the report as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
@@ -230,6 +228,4 @@ pub struct RunArgs {
     /// Plot CPU share, switches and throughput over time, knob changes marked (.png or .svg).
     #[arg(long, value_name = "FILE.png|svg")]
     pub plot: Option<PathBuf>,
-    #[command(flatten)]
-    pub system: SystemArgs,
 }

@@ -10,7 +10,7 @@ use clap::Parser;
 
 use schedlab::app::keys::KeyMap;
 use schedlab::cli::{
-    CheckArgs, Cli, Cmd, CompareArgs, RunArgs, SettingsArgs, SweepArgs, SystemArgs,
+    CheckArgs, Cli, Cmd, CompareArgs, HeadlessArgs, RunArgs, SettingsArgs, SweepArgs, SystemArgs,
 };
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
@@ -366,13 +366,12 @@ struct Prepared {
     system: SystemKnobs,
 }
 
-fn prepare(
-    preset: &str,
-    duration: &str,
-    warmup: Option<&str>,
-    settings: &SettingsArgs,
-    system_args: &SystemArgs,
-) -> Result<Prepared> {
+fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prepared> {
+    let HeadlessArgs {
+        warmup,
+        settings,
+        system: system_args,
+    } = headless;
     let (variant, sets, interval) = (
         settings.variant.as_deref(),
         &settings.set,
@@ -382,6 +381,7 @@ fn prepare(
     let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
     let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
     let warmup = warmup
+        .as_deref()
         .map(|w| {
             let d = parse_duration(w).map_err(|e| usage(format!("--warmup: {e}")))?;
             if d >= duration {
@@ -484,13 +484,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         preset,
         mut opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        &args.duration,
-        args.warmup.as_deref(),
-        &args.settings,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.headless)?;
     for (_, s) in &at {
         check_later(&preset, s)?;
     }
@@ -521,13 +515,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        &args.duration,
-        args.warmup.as_deref(),
-        &args.settings,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.headless)?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
         check_later(&preset, &s)?;
@@ -559,13 +547,7 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(
-        &args.preset,
-        &args.duration,
-        args.warmup.as_deref(),
-        &args.settings,
-        &args.system,
-    )?;
+    } = prepare(&args.preset, &args.duration, &args.headless)?;
     for side in [&a, &b] {
         compare::prepare_side(&preset, &opts, &side.settings)
             .map_err(|e| usage(format!("--{}: {e}", side.label.to_lowercase())))?;
@@ -600,7 +582,15 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         preset,
         opts,
         mut system,
-    } = prepare(preset, "1s", None, settings, system)?;
+    } = prepare(
+        preset,
+        "1s",
+        &HeadlessArgs {
+            warmup: None,
+            settings: settings.clone(),
+            system: system.clone(),
+        },
+    )?;
     if !opts.system_sets.is_empty() {
         return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
     }
