@@ -79,6 +79,15 @@ pub enum Cmd {
         shm: PathBuf,
         #[arg(long)]
         slot: usize,
+        /// The task's stdin pipe waits on fd 3 (moved to 0 just before exec).
+        #[arg(long)]
+        stdin_pipe: bool,
+        /// The task's stdout pipe waits on fd 4 (moved to 1 just before exec).
+        #[arg(long)]
+        stdout_pipe: bool,
+        /// poll() stdin once before exec (the `polled` lesson: arms the pipe).
+        #[arg(long)]
+        poll_stdin: bool,
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },

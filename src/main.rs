@@ -76,7 +76,23 @@ fn main() -> ExitCode {
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
             .and_then(|t: Vec<workers::ThreadSpec>| workers::worker_main(&shm, &t)),
-        Some(Cmd::Exec { shm, slot, argv }) => workers::exec_main(&shm, slot, &argv),
+        Some(Cmd::Exec {
+            shm,
+            slot,
+            stdin_pipe,
+            stdout_pipe,
+            poll_stdin,
+            argv,
+        }) => workers::exec_main(
+            &shm,
+            slot,
+            &argv,
+            workers::ExecPipes {
+                stdin: stdin_pipe,
+                stdout: stdout_pipe,
+                poll_stdin,
+            },
+        ),
         Some(Cmd::Job {
             shm,
             slot,
@@ -395,6 +411,14 @@ fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prep
     if interval_d < Duration::from_millis(10) || interval_d > Duration::from_secs(60) {
         return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
     }
+    // A rate needs two samples an interval apart, and a summary at least two intervals.
+    if duration < 2 * interval_d {
+        return Err(usage(format!(
+            "--duration {}: allowed at least two sampling intervals ({} at --interval {interval})",
+            humantime::format_duration(duration),
+            humantime::format_duration(2 * interval_d)
+        )));
+    }
     let mut overrides = Vec::new();
     let mut settings = Vec::new();
     if let Some(v) = variant {
@@ -584,7 +608,8 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         mut system,
     } = prepare(
         preset,
-        "1s",
+        // The workbench runs until quit; the duration only has to pass the checks.
+        "24h",
         &HeadlessArgs {
             warmup: None,
             settings: settings.clone(),

@@ -112,6 +112,7 @@ struct RawTask {
     stdout: Option<String>,
     process: Option<String>,
     cgroup: Option<String>,
+    poll_stdin: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -205,6 +206,8 @@ pub struct TaskGroup {
     pub process: Option<String>,
     /// The preset cgroup the group's tasks run in.
     pub cgroup: Option<String>,
+    /// The task polls its stdin pipe once before it starts (arms the pipe's poll_usage).
+    pub poll_stdin: bool,
     /// Settings aimed at one instance (`hog-1.nice=5`), by instance index.
     pub instance_overrides: BTreeMap<usize, Vec<Setting>>,
 }
@@ -249,11 +252,12 @@ pub struct TaskSpec {
     pub stdout: Option<String>,
     pub process: Option<String>,
     pub cgroup: Option<String>,
+    pub poll_stdin: bool,
 }
 
 /// The knobs every task group has, besides its worker kind's parameters.
 pub const TASK_KNOBS: &str =
-    "policy, priority, nice, cpus, count, slice, runtime, deadline, period";
+    "policy, priority, nice, cpus, count, slice, runtime, deadline, period, process, poll_stdin";
 
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -681,6 +685,7 @@ impl Preset {
                     stdout: g.stdout.clone(),
                     process: g.process.clone(),
                     cgroup: g.cgroup.clone(),
+                    poll_stdin: g.poll_stdin,
                 });
             }
         }
@@ -719,6 +724,13 @@ impl Preset {
             }
             if let Some(c) = &g.cgroup {
                 rows.push((format!("{n}.cgroup"), c.clone()));
+            }
+            if let Some(p) = &g.process {
+                rows.push((format!("{n}.process"), p.clone()));
+            }
+            if g.stdin.is_some() {
+                let poll = if g.poll_stdin { "on" } else { "off" };
+                rows.push((format!("{n}.poll_stdin"), poll.to_string()));
             }
         }
         for (name, values) in &self.cgroups {
@@ -803,6 +815,7 @@ fn group_from_raw(t: RawTask) -> Result<TaskGroup, String> {
         stdout: t.stdout,
         process: t.process,
         cgroup: t.cgroup,
+        poll_stdin: t.poll_stdin.unwrap_or(false),
         instance_overrides: BTreeMap::new(),
     })
 }
@@ -907,6 +920,29 @@ impl TaskGroup {
                 } else {
                     self.uclamp_max = Some(v);
                 }
+            }
+            "process" => {
+                self.process = match value {
+                    "own" | "none" => None,
+                    name if valid_name(name) => Some(name.to_string()),
+                    _ => {
+                        return Err(format!(
+                            "bad process \"{value}\": a name (tasks naming the same process run as its threads) or own"
+                        ))
+                    }
+                };
+            }
+            "poll_stdin" => {
+                if self.stdin.is_none() {
+                    return Err(
+                        "poll_stdin applies to a task that reads a pipe (stdin = \"PIPE\")".into(),
+                    );
+                }
+                self.poll_stdin = match value {
+                    "on" | "1" | "true" => true,
+                    "off" | "0" | "false" => false,
+                    _ => return Err(format!("bad poll_stdin \"{value}\": allowed on or off")),
+                };
             }
             "runtime" => self.dl_runtime_ns = Some(duration_ns("runtime", value)?),
             "deadline" => self.dl_deadline_ns = Some(duration_ns("deadline", value)?),

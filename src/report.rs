@@ -71,6 +71,10 @@ pub struct Metrics {
     pub throughput_unit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<Percentiles>,
+    /// Timed batches left out of `latency_ns` because the partner did not run between
+    /// the yields on the same CPU (present when the run measures latency).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_dropped: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness_error: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -303,10 +307,14 @@ pub fn render_table(r: &RunReport) -> String {
             s.name, s.jobs, s.start_s, s.wall_s
         );
     }
+    let dropped = match r.metrics.latency_dropped {
+        Some(n) if n > 0 => format!(", {n} batches dropped: the partner did not run in them"),
+        _ => String::new(),
+    };
     if let Some(l) = &r.metrics.latency_ns {
         let _ = writeln!(
             out,
-            "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples)",
+            "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples{dropped})",
             ns(l.min),
             ns(l.p50),
             ns(l.p90),

@@ -379,9 +379,10 @@ fn build_report(
         }
         if let Some((_, s)) = &store.tasks[id].last {
             let h = latency.get_or_insert_with(|| Histogram::from_values([]));
-            merge(h, &s.latency);
+            h.merge(&s.latency);
         }
     }
+    let latency_dropped = latency.as_ref().map(|h| h.dropped);
     let latency_ns = latency.and_then(|h| h.percentiles());
 
     // Ideal shares for the fairness headline: the group's weights water-filled over the
@@ -455,7 +456,12 @@ fn build_report(
                         ns(l.p99),
                         ns(l.max)
                     ),
-                    None => format!("{group} recorded no latency samples"),
+                    None => match latency_dropped {
+                        Some(n) if n > 0 => format!(
+                            "{group} timed no switch: all {n} batches were dropped (the partner never ran between the yields on the same CPU)"
+                        ),
+                        _ => format!("{group} recorded no latency samples"),
+                    },
                 },
                 task: group,
                 value: p50 as f64,
@@ -506,6 +512,7 @@ fn build_report(
             throughput_per_s: throughput,
             throughput_unit: unit,
             latency_ns,
+            latency_dropped,
             fairness_error: fairness,
             stages,
             cpu,
@@ -517,23 +524,4 @@ fn build_report(
         interrupted: false,
         series: RunSeries::default(),
     }
-}
-
-fn merge(into: &mut Histogram, other: &Histogram) {
-    if other.count == 0 {
-        return;
-    }
-    into.buckets
-        .resize(other.buckets.len().max(into.buckets.len()), 0);
-    for (a, b) in into.buckets.iter_mut().zip(&other.buckets) {
-        *a += b;
-    }
-    into.min = if into.count == 0 {
-        other.min
-    } else {
-        into.min.min(other.min)
-    };
-    into.max = into.max.max(other.max);
-    into.sum = into.sum.wrapping_add(other.sum);
-    into.count += other.count;
 }

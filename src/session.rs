@@ -241,10 +241,9 @@ impl Session {
         next.apply_all(std::slice::from_ref(s))?;
         let specs = next.tasks(&self.online)?;
         let same_tasks = specs.len() == self.specs.len()
-            && specs
-                .iter()
-                .zip(&self.specs)
-                .all(|(a, b)| a.name == b.name && a.program == b.program);
+            && specs.iter().zip(&self.specs).all(|(a, b)| {
+                a.name == b.name && a.program == b.program && a.poll_stdin == b.poll_stdin
+            });
         if !same_tasks {
             return Err(format!(
                 "{s}: changes which tasks run; it takes effect when the workload restarts"

@@ -104,10 +104,46 @@ pub fn cpu_rates(prev: &CpuTimes, cur: &CpuTimes) -> CpuRates {
     }
 }
 
+/// Time the kernel reported late, carried into the following intervals.
+///
+/// schedstat credits a task's run-queue wait when the task is next switched in, and a
+/// running task's CPU time lags by up to a tick, so one interval can receive time that
+/// belongs to earlier ones: 950 ms of waiting inside a 100 ms interval. Each interval
+/// shows at most what fits (CPU time up to the interval, waiting up to what the CPU
+/// time leaves) and the rest moves on to the next intervals, so every point is
+/// physically possible and the totals stay the kernel's.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Carry {
+    run_ns: f64,
+    wait_ns: f64,
+}
+
+impl Carry {
+    /// Clamp `r` (an interval of `dt_ns`) to what is possible, carrying the excess.
+    pub fn apportion(&mut self, r: &mut TaskRates, dt_ns: u64) {
+        if dt_ns == 0 {
+            return;
+        }
+        let dt = dt_ns as f64;
+        let run = r.cpu_share * dt + self.run_ns;
+        let shown_run = run.min(dt);
+        self.run_ns = run - shown_run;
+        r.cpu_share = shown_run / dt;
+        if let Some(w) = r.wait_share {
+            let wait = w * dt + self.wait_ns;
+            let shown_wait = wait.min(dt - shown_run);
+            self.wait_ns = wait - shown_wait;
+            r.wait_share = Some(shown_wait / dt);
+        }
+    }
+}
+
 /// One task's history.
 #[derive(Clone, Debug, Default)]
 pub struct TaskSeries {
     pub points: VecDeque<TaskRates>,
+    /// Late-credited time not yet shown (see [`Carry`]).
+    pub carry: Carry,
     /// The first sample in which the task was alive, with its time.
     pub first: Option<(u64, TaskSample)>,
     /// The latest sample in which the task was alive, with its time.
@@ -184,7 +220,9 @@ impl Store {
                 continue;
             }
             if let Some((prev_t, prev)) = &series.last {
-                let mut r = task_rates(prev, sample, batch.t_ns.saturating_sub(*prev_t));
+                let dt_ns = batch.t_ns.saturating_sub(*prev_t);
+                let mut r = task_rates(prev, sample, dt_ns);
+                series.carry.apportion(&mut r, dt_ns);
                 r.t_s = t_s;
                 if series.points.len() == self.retention {
                     series.points.pop_front();
@@ -225,7 +263,10 @@ impl Store {
     pub fn summary(&self, id: usize) -> Option<TaskRates> {
         let series = self.tasks.get(id)?;
         let ((t0, first), (t1, last)) = (series.first.as_ref()?, series.last.as_ref()?);
-        let mut r = task_rates(first, last, t1.saturating_sub(*t0));
+        let dt_ns = t1.saturating_sub(*t0);
+        let mut r = task_rates(first, last, dt_ns);
+        // Over a whole run only the edges can be late; clamp them like an interval.
+        Carry::default().apportion(&mut r, dt_ns);
         r.t_s = self.t_s(*t1);
         Some(r)
     }
@@ -404,6 +445,49 @@ mod tests {
         }
         assert_eq!(store.summary_start_s(), 0.0);
         assert!((store.summary(0).expect("summary").cpu_share - 0.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn late_credited_wait_never_makes_an_interval_impossible() {
+        // A task waits 950 ms, then runs 50 ms: schedstat credits all 950 ms of waiting
+        // in the 100 ms interval in which it ran (the rt-throttle fair thread).
+        let mut store = Store::new(1, 100);
+        let steps = [(0, 0), (0, 0), (50, 950), (0, 0), (0, 0), (0, 0)];
+        let (mut run, mut wait) = (0, 0);
+        for (i, (r, w)) in steps.iter().enumerate() {
+            run += r;
+            wait += w;
+            store.push(&Batch {
+                t_ns: i as u64 * 100_000_000,
+                tasks: vec![sample(run, wait, 0, 0, 0)],
+                ..Batch::default()
+            });
+        }
+        let points = &store.tasks[0].points;
+        for p in points {
+            let busy = p.cpu_share + p.wait_share.unwrap_or(0.0);
+            assert!(busy <= 1.0 + 1e-9, "impossible interval: {p:?}");
+        }
+        // The interval it ran in shows its 50 ms and 50 ms of waiting; the other 900 ms
+        // follow, 100 ms a point, and the total is the kernel's.
+        assert!((points[1].cpu_share - 0.5).abs() < 1e-9, "{:?}", points[1]);
+        assert!((points[1].wait_share.unwrap_or(0.0) - 0.5).abs() < 1e-9);
+        let shown: f64 = points
+            .iter()
+            .map(|p| p.wait_share.unwrap_or(0.0))
+            .sum::<f64>()
+            * 0.1;
+        let carried = store.tasks[0].carry.wait_ns / 1e9;
+        assert!((shown + carried - 0.95).abs() < 1e-9, "{shown} + {carried}");
+        // A spinner read a tick late, then on time: never above one CPU.
+        let mut c = Carry::default();
+        let mut r = TaskRates {
+            cpu_share: 1.04,
+            wait_share: Some(0.0),
+            ..TaskRates::default()
+        };
+        c.apportion(&mut r, 100_000_000);
+        assert_eq!((r.cpu_share, r.wait_share), (1.0, Some(0.0)));
     }
 
     #[test]

@@ -141,18 +141,9 @@ impl Live {
         let mut merged: Option<Histogram> = None;
         for s in &batch.tasks {
             if self.tasks.get(s.id).is_some_and(|t| t.measures_latency) && s.latency.count > 0 {
-                let h = merged.get_or_insert_with(|| Histogram::from_values([]));
-                for (a, b) in h.buckets.iter_mut().zip(&s.latency.buckets) {
-                    *a += b;
-                }
-                h.count += s.latency.count;
-                h.sum = h.sum.wrapping_add(s.latency.sum);
-                h.min = if h.min == 0 {
-                    s.latency.min
-                } else {
-                    h.min.min(s.latency.min)
-                };
-                h.max = h.max.max(s.latency.max);
+                merged
+                    .get_or_insert_with(|| Histogram::from_values([]))
+                    .merge(&s.latency);
             }
         }
         if let Some(total) = merged {

@@ -132,6 +132,7 @@ fn run_report(n: usize, unit: &str) -> RunReport {
             throughput_per_s: 36e6,
             throughput_unit: unit.into(),
             latency_ns: None,
+            latency_dropped: None,
             fairness_error: None,
             stages: Vec::new(),
             cpu: Vec::new(),

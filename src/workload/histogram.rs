@@ -40,6 +40,9 @@ pub struct AtomicHistogram {
     sum: AtomicU64,
     min: AtomicU64,
     max: AtomicU64,
+    /// Measurements the worker threw away as not being the experiment (a yield batch
+    /// in which the partner never ran).
+    dropped: AtomicU64,
     buckets: [AtomicU64; BUCKETS],
 }
 
@@ -60,6 +63,11 @@ impl AtomicHistogram {
         self.count.store(count + 1, Relaxed);
     }
 
+    /// Count one measurement that was not recorded. Only the recording thread may call this.
+    pub fn drop_one(&self) {
+        self.dropped.store(self.dropped.load(Relaxed) + 1, Relaxed);
+    }
+
     pub fn count(&self) -> u64 {
         self.count.load(Relaxed)
     }
@@ -74,6 +82,7 @@ impl AtomicHistogram {
         out.sum = self.sum.load(Relaxed);
         out.min = self.min.load(Relaxed);
         out.max = self.max.load(Relaxed);
+        out.dropped = self.dropped.load(Relaxed);
     }
 
     pub fn snapshot(&self) -> Histogram {
@@ -92,6 +101,8 @@ pub struct Histogram {
     pub sum: u64,
     pub min: u64,
     pub max: u64,
+    /// Measurements discarded as invalid (not in the buckets).
+    pub dropped: u64,
 }
 
 /// The on-disk form of a histogram: (bucket, count) pairs for non-empty buckets.
@@ -101,7 +112,13 @@ struct SparseHistogram {
     sum: u64,
     min: u64,
     max: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dropped: u64,
     buckets: Vec<(u32, u64)>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl From<Histogram> for SparseHistogram {
@@ -111,6 +128,7 @@ impl From<Histogram> for SparseHistogram {
             sum: h.sum,
             min: h.min,
             max: h.max,
+            dropped: h.dropped,
             buckets: h
                 .buckets
                 .iter()
@@ -136,6 +154,7 @@ impl From<SparseHistogram> for Histogram {
             sum: s.sum,
             min: s.min,
             max: s.max,
+            dropped: s.dropped,
         }
     }
 }
@@ -155,6 +174,7 @@ impl Clone for Histogram {
         self.sum = src.sum;
         self.min = src.min;
         self.max = src.max;
+        self.dropped = src.dropped;
     }
 }
 
@@ -206,7 +226,30 @@ impl Histogram {
             sum: self.sum.wrapping_sub(earlier.sum),
             min: self.min,
             max: self.max,
+            dropped: self.dropped.saturating_sub(earlier.dropped),
         }
+    }
+
+    /// Add `other`'s samples (another task's histogram) to these.
+    pub fn merge(&mut self, other: &Histogram) {
+        self.dropped += other.dropped;
+        if other.count == 0 {
+            return;
+        }
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.min = if self.count == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.max = self.max.max(other.max);
+        self.sum = self.sum.wrapping_add(other.sum);
+        self.count += other.count;
     }
 
     /// The value below which a fraction `q` of samples fall (bucket midpoint, clamped
@@ -285,13 +328,40 @@ mod tests {
     }
 
     #[test]
+    fn merge_adds_counts_and_keeps_the_true_min_and_max() {
+        let mut a = Histogram::from_values([]);
+        a.merge(&Histogram::from_values([300, 40]));
+        let mut b = Histogram::from_values([7_000]);
+        b.dropped = 2;
+        a.merge(&b);
+        assert_eq!(
+            a,
+            Histogram {
+                dropped: 2,
+                ..Histogram::from_values([300, 40, 7_000])
+            }
+        );
+        // An empty histogram's zero min must not become the merged min.
+        let mut c = Histogram::from_values([500]);
+        c.merge(&Histogram::default());
+        assert_eq!((c.min, c.max, c.count), (500, 500, 1));
+    }
+
+    #[test]
     fn atomic_histogram_records_like_the_plain_one() {
         // SAFETY: an all-zero AtomicHistogram is its valid empty state (atomics of 0).
         let h: Box<AtomicHistogram> = unsafe { Box::new(std::mem::zeroed()) };
         for v in [5u64, 500, 50_000] {
             h.record(v);
         }
+        h.drop_one();
         let snap = h.snapshot();
-        assert_eq!(snap, Histogram::from_values([5, 500, 50_000]));
+        assert_eq!(
+            snap,
+            Histogram {
+                dropped: 1,
+                ..Histogram::from_values([5, 500, 50_000])
+            }
+        );
     }
 }

@@ -11,7 +11,7 @@ use memmap2::MmapMut;
 use super::histogram::AtomicHistogram;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"schedlab");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Slot states, in the order a worker goes through them.
 pub mod state {
@@ -45,6 +45,11 @@ pub struct Slot {
     pub progress: AtomicU64,
     /// Kind-specific counters (make: per-stage first start ns, last end ns, jobs).
     pub aux: [AtomicU64; STAGE_WORDS * MAX_STAGES],
+    /// Turns taken, for workers that take turns with partners (yield: yields done), so
+    /// a partner can tell whether this task ran during its own measurement.
+    pub turns: AtomicU64,
+    /// The CPU the task last saw itself on (yield: at each batch's end), + 1; 0 = unknown.
+    pub cpu: AtomicU32,
     pub latency: AtomicHistogram,
 }
 

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use command_fds::{CommandFdExt, FdMapping};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use super::kinds::WorkerKind;
 use super::make::makefile;
 use super::shm::{state, Shm};
-use super::workers::ThreadSpec;
+use super::workers::{ThreadSpec, DATA_IN_FD, DATA_OUT_FD};
 use crate::preset::{Program, TaskSpec};
 
 /// How long the workers get to publish their TIDs.
@@ -91,6 +92,18 @@ pub fn remove_stale_run_dirs() {
     }
 }
 
+/// The tasks `i` takes turns with: the other tasks of its group, for workers that
+/// measure a hand-over between partners (yield).
+fn partners(specs: &[TaskSpec], i: usize) -> Vec<usize> {
+    let me = &specs[i];
+    if me.program.kind() != Some(WorkerKind::Yield) {
+        return Vec::new();
+    }
+    (0..specs.len())
+        .filter(|&j| j != i && specs[j].group == me.group && specs[j].program == me.program)
+        .collect()
+}
+
 impl Workload {
     /// Spawn every task and wait until each has published its TID; work starts only at
     /// [`Workload::open_gate`]. `exe` is the schedlab binary (workers are its hidden
@@ -160,6 +173,8 @@ impl Workload {
                                 slot: i,
                                 kind: *kind,
                                 params: params.clone(),
+                                poll_stdin: specs[i].poll_stdin,
+                                partners: partners(specs, i),
                             }),
                             Program::Command(_) => None,
                         })
@@ -172,21 +187,45 @@ impl Workload {
                 Program::Command(argv) => {
                     cmd.args(["__exec", "--shm"])
                         .arg(&shm_path)
-                        .args(["--slot", &members[0].to_string(), "--"])
-                        .args(argv);
+                        .args(["--slot", &members[0].to_string()]);
+                    if first.stdin.is_some() {
+                        cmd.arg("--stdin-pipe");
+                    }
+                    if first.stdout.is_some() {
+                        cmd.arg("--stdout-pipe");
+                    }
+                    if first.poll_stdin {
+                        cmd.arg("--poll-stdin");
+                    }
+                    cmd.arg("--").args(argv);
                 }
             }
-            let take = |name: &Option<String>,
-                        read: bool,
-                        pipes: &mut BTreeMap<&str, (Option<OwnedFd>, Option<OwnedFd>)>|
-             -> Stdio {
+            // The experiment's pipe ends go to fds 3 and 4, never 0-2: Rust's runtime
+            // polls fds 0-2 before main, and one poll arms a pipe's poll_usage for life
+            // (every later write then runs the wake-up path). `__exec` moves them to 0/1
+            // just before it becomes the command.
+            let mut take = |name: &Option<String>, read: bool| -> Option<OwnedFd> {
                 name.as_deref()
                     .and_then(|n| pipes.get_mut(n))
                     .and_then(|(r, w)| if read { r.take() } else { w.take() })
-                    .map_or_else(Stdio::null, Stdio::from)
             };
-            cmd.stdin(take(&first.stdin, true, &mut pipes));
-            cmd.stdout(take(&first.stdout, false, &mut pipes));
+            let mut mappings = Vec::new();
+            if let Some(fd) = take(&first.stdin, true) {
+                mappings.push(FdMapping {
+                    parent_fd: fd,
+                    child_fd: DATA_IN_FD,
+                });
+            }
+            if let Some(fd) = take(&first.stdout, false) {
+                mappings.push(FdMapping {
+                    parent_fd: fd,
+                    child_fd: DATA_OUT_FD,
+                });
+            }
+            cmd.fd_mappings(mappings)
+                .context("passing the pipe ends to a task")?;
+            cmd.stdin(Stdio::null());
+            cmd.stdout(Stdio::null());
             cmd.stderr(log.try_clone().map_or_else(|_| Stdio::null(), Stdio::from));
             let parent = std::process::id() as i32;
             // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid, _exit) run

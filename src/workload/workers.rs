@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 use std::sync::Arc;
@@ -14,12 +15,48 @@ use serde::{Deserialize, Serialize};
 use super::kinds::WorkerKind;
 use super::shm::{monotonic_ns, state, Shm, Slot, STAGE_WORDS};
 
+/// Where a task finds its experiment's pipe ends. Never fds 0-2: Rust's runtime polls
+/// those before `main`, and a pipe that was ever polled runs the reader wake-up path
+/// (and kill_fasync) on every later write for the rest of its life (fs/pipe.c,
+/// `poll_usage`), which slows the very experiment schedlab measures.
+pub const DATA_IN_FD: i32 = 3;
+pub const DATA_OUT_FD: i32 = 4;
+
 /// One thread of a worker process, as the controller asks for it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ThreadSpec {
     pub slot: usize,
     pub kind: WorkerKind,
     pub params: BTreeMap<String, i64>,
+    /// poll() the input pipe once before the loop (arms its poll_usage on purpose).
+    #[serde(default)]
+    pub poll_stdin: bool,
+    /// Slots of the tasks this one takes turns with (yield: the other yielders).
+    #[serde(default)]
+    pub partners: Vec<usize>,
+}
+
+/// How `__exec` wires the command's stdin and stdout.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecPipes {
+    /// A pipe waits on [`DATA_IN_FD`] for the command's stdin.
+    pub stdin: bool,
+    /// A pipe waits on [`DATA_OUT_FD`] for the command's stdout.
+    pub stdout: bool,
+    /// poll() stdin once before exec.
+    pub poll_stdin: bool,
+}
+
+/// One `poll(fd, events=0)`: what Rust's runtime does to fds 0-2, here on purpose (the
+/// `polled` variant of pipe-wakeup shows its cost).
+fn poll_once(fd: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    unsafe { libc::poll(&mut p, 1, 0) };
 }
 
 /// How long a worker waits for the start gate before deciding the controller is gone.
@@ -84,6 +121,9 @@ fn run_thread(shm: &Shm, spec: &ThreadSpec) -> Result<()> {
         return Ok(());
     }
     let param = |name: &str| spec.params.get(name).copied().unwrap_or(0).max(0) as u64;
+    if spec.poll_stdin && spec.kind.reads_stdin() {
+        poll_once(DATA_IN_FD);
+    }
     let result = match spec.kind {
         WorkerKind::Spin => spin(slot),
         WorkerKind::Hog => hog(slot),
@@ -91,7 +131,10 @@ fn run_thread(shm: &Shm, spec: &ThreadSpec) -> Result<()> {
         WorkerKind::PipeReader => pipe_reader(slot, param("bytes")),
         WorkerKind::MemsetProducer => memset_producer(slot, param("buffer_kib"), param("repeats")),
         WorkerKind::MemsetConsumer => memset_consumer(slot, param("buffer_kib"), param("repeats")),
-        WorkerKind::Yield => yielder(slot, param("batch")),
+        WorkerKind::Yield => {
+            let partners: Vec<&Slot> = spec.partners.iter().map(|&p| shm.slot(p)).collect();
+            yielder(slot, &partners, param("batch"))
+        }
         WorkerKind::Burn => burn_loop(slot, param("ms"), param("sleep_ms")),
         WorkerKind::Make => Err(anyhow::anyhow!("make runs through __exec, not as a thread")),
     };
@@ -168,7 +211,7 @@ fn pipe_writer(slot: &Slot, bytes: u64, writes: u64) -> Result<()> {
     let buf = vec![b'x'; bytes.max(1) as usize];
     let mut done = 0u64;
     while writes == 0 || done < writes {
-        if !write_all(1, &buf)? {
+        if !write_all(DATA_OUT_FD, &buf)? {
             return Ok(());
         }
         done += 1;
@@ -180,7 +223,7 @@ fn pipe_writer(slot: &Slot, bytes: u64, writes: u64) -> Result<()> {
 fn pipe_reader(slot: &Slot, bytes: u64) -> Result<()> {
     let mut buf = vec![0u8; bytes.max(1) as usize];
     loop {
-        let n = read_some(0, &mut buf)?;
+        let n = read_some(DATA_IN_FD, &mut buf)?;
         if n == 0 {
             return Ok(());
         }
@@ -199,7 +242,7 @@ fn memset_producer(slot: &Slot, kib: u64, repeats: u64) -> Result<()> {
     let mut buf = vec![0u8; (kib.max(1) * 1024) as usize];
     loop {
         memset_work(&mut buf, repeats);
-        if !write_all(1, b"t")? {
+        if !write_all(DATA_OUT_FD, b"t")? {
             return Ok(());
         }
         add_progress(slot, 1);
@@ -210,7 +253,7 @@ fn memset_consumer(slot: &Slot, kib: u64, repeats: u64) -> Result<()> {
     let mut buf = vec![0u8; (kib.max(1) * 1024) as usize];
     let mut token = [0u8; 1];
     loop {
-        if read_some(0, &mut token)? == 0 {
+        if read_some(DATA_IN_FD, &mut token)? == 0 {
             return Ok(());
         }
         memset_work(&mut buf, repeats);
@@ -218,18 +261,49 @@ fn memset_consumer(slot: &Slot, kib: u64, repeats: u64) -> Result<()> {
     }
 }
 
-/// Time `batch` yields; with a partner on the same CPU each yield is two switches away
-/// from our next turn, so per-switch latency is elapsed / (2 * batch), as in 1998.
-fn yielder(slot: &Slot, batch: u64) -> Result<()> {
+/// The CPU this thread runs on, + 1 (0: unknown). glibc reads it from the rseq area:
+/// no system call.
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).map_or(0, |c| c + 1)
+}
+
+/// Time `batch` yields. With partners on the same CPU every yield switches to one of
+/// them and back, so a batch is `batch` of our yields plus the partners' turns in
+/// between, and the per-switch latency is elapsed / (our yields + theirs), as in 1998
+/// (two tasks: elapsed / (2 * batch)).
+///
+/// A batch counts only if both sides progressed on one CPU: the partners took at least
+/// `batch - 1` turns during it, and they and we were on the same CPU at both ends.
+/// Otherwise yields returned without a switch (the partner was not runnable: starting,
+/// throttled, exiting; or it runs on another CPU) and the batch is dropped, counted in
+/// the histogram's `dropped`.
+fn yielder(slot: &Slot, partners: &[&Slot], batch: u64) -> Result<()> {
     let batch = batch.max(1);
+    let partner_turns = || -> u64 { partners.iter().map(|p| p.turns.load(Relaxed)).sum() };
+    let mut turns = 0u64;
     loop {
+        let theirs_before = partner_turns();
+        let cpu_before = current_cpu();
         let start = monotonic_ns();
         for _ in 0..batch {
             // SAFETY: sched_yield has no arguments and cannot fail on Linux.
             unsafe { libc::sched_yield() };
+            turns += 1;
+            slot.turns.store(turns, Relaxed);
         }
         let elapsed = monotonic_ns().saturating_sub(start);
-        slot.latency.record(elapsed / (2 * batch));
+        let cpu = current_cpu();
+        slot.cpu.store(cpu, Relaxed);
+        let theirs = partner_turns().saturating_sub(theirs_before);
+        let together =
+            cpu != 0 && cpu == cpu_before && partners.iter().all(|p| p.cpu.load(Relaxed) == cpu);
+        if partners.is_empty() || theirs + 1 < batch || !together {
+            slot.latency.drop_one();
+        } else {
+            slot.latency.record(elapsed / (batch + theirs));
+        }
         add_progress(slot, batch);
     }
 }
@@ -261,7 +335,7 @@ fn burn_loop(slot: &Slot, ms: u64, sleep_ms: u64) -> Result<()> {
 
 /// `schedlab __exec`: publish the TID, wait for the gate (so settings applied before it
 /// are inherited by everything the command forks), then become the command.
-pub fn exec_main(shm_path: &Path, slot: usize, argv: &[String]) -> Result<()> {
+pub fn exec_main(shm_path: &Path, slot: usize, argv: &[String], pipes: ExecPipes) -> Result<()> {
     die_with_parent();
     let shm = Shm::open(shm_path)?;
     if slot >= shm.slots() {
@@ -272,6 +346,21 @@ pub fn exec_main(shm_path: &Path, slot: usize, argv: &[String]) -> Result<()> {
     };
     if !publish_and_wait(&shm, shm.slot(slot)) {
         return Ok(());
+    }
+    // Only now, after this Rust program's start-up poll of fds 0-2 (which saw
+    // /dev/null), do the pipes become the command's stdin and stdout.
+    if pipes.stdin {
+        // SAFETY: fd 3 was handed to this process for this alone; nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(DATA_IN_FD) };
+        nix::unistd::dup2_stdin(&fd).context("moving the task's stdin pipe to fd 0")?;
+    }
+    if pipes.stdout {
+        // SAFETY: as above, for fd 4.
+        let fd = unsafe { OwnedFd::from_raw_fd(DATA_OUT_FD) };
+        nix::unistd::dup2_stdout(&fd).context("moving the task's stdout pipe to fd 1")?;
+    }
+    if pipes.poll_stdin {
+        poll_once(0);
     }
     let err = std::os::unix::process::CommandExt::exec(
         std::process::Command::new(program).args(&argv[1..]),
