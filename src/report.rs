@@ -108,9 +108,27 @@ pub struct RunReport {
     /// Knob changes during the run (`--at`), with the kernel's answer.
     pub events: Vec<EventReport>,
     pub interrupted: bool,
+    /// What measuring cost: schedlab's own CPU time while the experiment ran.
+    pub observer: Observer,
     /// The sampled time series (for plots and recordings; the CSV has it too).
     #[serde(skip)]
     pub series: RunSeries,
+}
+
+/// The instrument's own cost during a run: CPU time of schedlab's threads (not the
+/// workers') from the first sample to the last.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Observer {
+    /// schedlab's CPU time in seconds.
+    pub cpu_s: f64,
+    /// The same as a fraction of one CPU over the run.
+    pub cpu_share: f64,
+    /// Sampling rounds taken.
+    pub samples: u64,
+    /// schedlab's CPU per task per round, in microseconds.
+    pub per_task_sample_us: f64,
+    /// Of that, the sampler's reading and parsing alone (its rounds' wall time).
+    pub sampler_per_task_sample_us: f64,
 }
 
 /// One task's rates at one sample.

@@ -15,8 +15,8 @@ use crate::knob::task::Policy;
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::record::{FileRecorder, Recorder};
 use crate::report::{
-    ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, RunReport, RunSeries,
-    SeriesPoint, StageReport, TaskReport,
+    ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, Observer, RunReport,
+    RunSeries, SeriesPoint, StageReport, TaskReport,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, TaskSample};
@@ -127,10 +127,34 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     let sampler = Sampler::spawn(targets, Some(session.workload.shm()), opts.interval)
         .context("starting the sampler thread")?;
     let started = Instant::now();
+    let cpu_at_start = crate::system::own_cpu_ns();
+    let (mut rounds, mut sampler_ns) = (0u64, 0u64);
+    // Reaping costs a wait4 per process: do it when a sample shows a task gone, and
+    // otherwise every 100 ms (a process can exit between a task's reads).
+    let mut reap_now = false;
+    let mut last_reap = Instant::now();
     let mut interrupted = false;
     let mut final_requested = false;
     loop {
-        if let Some(batch) = sampler.recv_timeout(Duration::from_millis(20)) {
+        // Sleep until the next batch or the next thing due (an --at change, the end, a
+        // reap), so the loop wakes once per batch, not on a timer of its own as well.
+        let now = run_elapsed(&store, started);
+        let due = [
+            pending.last().map(|(t, _)| *t),
+            Some(opts.duration),
+            Some(Duration::from_millis(100).saturating_sub(last_reap.elapsed()) + now),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(opts.duration);
+        let wait = due
+            .saturating_sub(now)
+            .clamp(Duration::from_millis(1), Duration::from_millis(100));
+        if let Some(batch) = sampler.recv_timeout(wait) {
+            rounds += 1;
+            sampler_ns += batch.cost_ns;
+            reap_now |= batch.tasks.iter().any(|t| !t.alive);
             if let Some(r) = recorder.as_mut() {
                 r.batch(&batch);
             }
@@ -196,12 +220,21 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
         }
-        if interrupted || elapsed >= opts.duration || session.workload.all_exited() {
+        let all_exited = if reap_now || last_reap.elapsed() >= Duration::from_millis(100) {
+            reap_now = false;
+            last_reap = Instant::now();
+            session.workload.all_exited()
+        } else {
+            false
+        };
+        if interrupted || elapsed >= opts.duration || all_exited {
             // One more round so the run ends on a fresh sample.
             sampler.send(Command::SampleNow);
             final_requested = true;
         }
     }
+    // Before the sampler thread ends: its CPU time goes with it.
+    let cpu_ns = crate::system::own_cpu_ns().saturating_sub(cpu_at_start);
     drop(sampler);
     session.workload.stop();
     if let Some(w) = csv.as_mut() {
@@ -218,6 +251,14 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     report.interrupted = interrupted;
     report.events = events;
     report.series = series;
+    let task_samples = (rounds * session.workload.tasks.len() as u64).max(1) as f64;
+    report.observer = Observer {
+        cpu_s: cpu_ns as f64 / 1e9,
+        cpu_share: cpu_ns as f64 / 1e9 / report.duration_s.max(1e-9),
+        samples: rounds,
+        per_task_sample_us: cpu_ns as f64 / 1e3 / task_samples,
+        sampler_per_task_sample_us: sampler_ns as f64 / 1e3 / task_samples,
+    };
     Ok(report)
 }
 
@@ -522,6 +563,7 @@ fn build_report(
         warnings: Vec::new(),
         events: Vec::new(),
         interrupted: false,
+        observer: Observer::default(),
         series: RunSeries::default(),
     }
 }

@@ -155,6 +155,10 @@ pub struct TaskSeries {
 #[derive(Clone, Debug)]
 pub struct Store {
     pub start_ns: Option<u64>,
+    /// The latest batch's time.
+    last_ns: Option<u64>,
+    /// Where the whole-run summaries start: the first batch, or the first after the warm-up.
+    summary_ns: Option<u64>,
     pub tasks: Vec<TaskSeries>,
     pub cpus: Vec<VecDeque<(f64, CpuRates)>>,
     prev_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
@@ -172,6 +176,8 @@ impl Store {
     pub fn new(tasks: usize, retention: usize) -> Store {
         Store {
             start_ns: None,
+            last_ns: None,
+            summary_ns: None,
             tasks: vec![TaskSeries::default(); tasks],
             cpus: Vec::new(),
             prev_system: None,
@@ -204,7 +210,10 @@ impl Store {
         if restart {
             self.settled = true;
             self.first_system = None;
+            self.summary_ns = None;
         }
+        self.summary_ns.get_or_insert(batch.t_ns);
+        self.last_ns = Some(batch.t_ns);
         let mut new_points = Vec::new();
         for sample in &batch.tasks {
             let Some(series) = self.tasks.get_mut(sample.id) else {
@@ -219,8 +228,14 @@ impl Store {
                 }
                 continue;
             }
+            // Rates over the time between this task's own two reads, not the rounds'.
+            let read_at = if sample.t_ns != 0 {
+                sample.t_ns
+            } else {
+                batch.t_ns
+            };
             if let Some((prev_t, prev)) = &series.last {
-                let dt_ns = batch.t_ns.saturating_sub(*prev_t);
+                let dt_ns = read_at.saturating_sub(*prev_t);
                 let mut r = task_rates(prev, sample, dt_ns);
                 series.carry.apportion(&mut r, dt_ns);
                 r.t_s = t_s;
@@ -231,17 +246,21 @@ impl Store {
                 new_points.push((sample.id, r));
             }
             if series.first.is_none() || restart {
-                series.first = Some((batch.t_ns, sample.clone()));
+                series.first = Some((read_at, sample.clone()));
             }
             match &mut series.last {
                 Some((t, s)) => {
-                    *t = batch.t_ns;
+                    *t = read_at;
                     s.clone_from(sample);
                 }
-                None => series.last = Some((batch.t_ns, sample.clone())),
+                None => series.last = Some((read_at, sample.clone())),
             }
         }
         let sys = &batch.system;
+        if sys.cpus.is_empty() {
+            // This round did not read /proc/stat.
+            return new_points;
+        }
         if let Some((_, prev_cpus, _)) = &self.prev_system {
             self.cpus.resize_with(sys.cpus.len(), VecDeque::new);
             for (i, (p, c)) in prev_cpus.iter().zip(&sys.cpus).enumerate() {
@@ -297,8 +316,8 @@ impl Store {
 
     /// Seconds between the first and the last batch.
     pub fn elapsed_s(&self) -> f64 {
-        match (self.start_ns, &self.prev_system) {
-            (Some(a), Some((b, ..))) => b.saturating_sub(a) as f64 / 1e9,
+        match (self.start_ns, self.last_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
             _ => 0.0,
         }
     }
@@ -306,17 +325,15 @@ impl Store {
     /// Seconds the whole-run summaries cover: from the end of the warm-up (or the first
     /// batch, if the run never got past it) to the last batch.
     pub fn summary_s(&self) -> f64 {
-        match (&self.first_system, &self.prev_system) {
-            (Some((a, ..)), Some((b, ..))) => b.saturating_sub(*a) as f64 / 1e9,
+        match (self.summary_ns, self.last_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
             _ => 0.0,
         }
     }
 
     /// When the summaries start, in seconds since the first batch.
     pub fn summary_start_s(&self) -> f64 {
-        self.first_system
-            .as_ref()
-            .map_or(0.0, |(t, ..)| self.t_s(*t))
+        self.summary_ns.map_or(0.0, |t| self.t_s(t))
     }
 }
 

@@ -65,3 +65,16 @@ pub fn stop_on_signals() -> std::io::Result<std::sync::Arc<std::sync::atomic::At
     }
     Ok(stop)
 }
+
+/// CPU time all threads of this process have used, in ns (from each thread's schedstat,
+/// which has ns resolution; utime/stime only have ticks).
+pub fn own_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}

@@ -167,6 +167,7 @@ fn run_report(n: usize, unit: &str) -> RunReport {
             },
         ],
         interrupted: false,
+        observer: Default::default(),
         series: RunSeries {
             tasks: names,
             points,

@@ -5,26 +5,26 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-/// Read the whole file from offset 0 into `buf` (grown if needed, never shrunk).
-/// Returns the filled prefix.
+/// Read the whole file from offset 0 into `buf` (grown if needed, never shrunk) with one
+/// `pread`, and return the filled prefix.
+///
+/// procfs generates these files whole on every read at offset 0 and hands back as much
+/// as fits, so a read shorter than the buffer is the whole file. A second read to see
+/// EOF would make the kernel generate the file again (seq_file starts over at a new
+/// offset): as costly as the first, for nothing. Only a full buffer means the file may
+/// be longer; then the buffer doubles and the file is read again from the start.
 pub fn pread_all<'a>(file: &File, buf: &'a mut Vec<u8>) -> io::Result<&'a [u8]> {
     if buf.len() < 4096 {
         buf.resize(4096, 0);
     }
-    let mut filled = 0;
     loop {
-        let n = file.read_at(&mut buf[filled..], filled as u64)?;
-        if n == 0 {
-            break;
+        let n = file.read_at(buf, 0)?;
+        if n < buf.len() {
+            return Ok(&buf[..n]);
         }
-        filled += n;
-        if filled == buf.len() {
-            // Procfs files are generated whole per read; a full buffer means it was too small.
-            let new_len = buf.len() * 2;
-            buf.resize(new_len, 0);
-        }
+        let grown = buf.len() * 2;
+        buf.resize(grown, 0);
     }
-    Ok(&buf[..filled])
 }
 
 /// The per-task files the sampler reads.
@@ -59,14 +59,12 @@ impl TaskFiles {
 /// System-wide files.
 pub struct SystemFiles {
     pub stat: Option<File>,
-    pub pressure: Option<File>,
 }
 
 impl SystemFiles {
     pub fn open() -> SystemFiles {
         SystemFiles {
             stat: File::open("/proc/stat").ok(),
-            pressure: File::open("/proc/pressure/cpu").ok(),
         }
     }
 }
@@ -89,11 +87,52 @@ mod tests {
             again.starts_with(format!("{me} (").as_bytes()),
             "pread at 0 regenerates"
         );
-        let sys = SystemFiles::open();
-        let mut small = vec![0u8; 16];
-        small.truncate(16);
-        let text = pread_all(sys.stat.as_ref().expect("/proc/stat"), &mut small).expect("read");
-        assert!(text.starts_with(b"cpu "));
+        // A file longer than the starting buffer: the buffer grows until one read holds
+        // all of it, and what comes back is the whole file, byte for byte.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("long");
+        let long: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &long).expect("write");
+        let file = File::open(&path).expect("open");
+        let mut small = Vec::new();
+        let text = pread_all(&file, &mut small).expect("read");
+        assert_eq!(text, &long[..]);
+        assert_eq!(
+            small.len(),
+            16_384,
+            "4 KiB doubled until 10 000 bytes fit with room"
+        );
         assert!(TaskFiles::open(me, i32::MAX).is_err());
+    }
+
+    #[test]
+    fn a_procfs_file_is_read_with_one_pread() {
+        // The cost this saves is a whole regeneration of the seq_file; count the reads
+        // through a file that records them.
+        let me = std::process::id() as i32;
+        let files = TaskFiles::open(me, me).expect("own task files");
+        let sched = files.sched.as_ref().expect("sched");
+        let mut buf = vec![0u8; 16 * 1024];
+        let before = syscr();
+        for _ in 0..100 {
+            let text = pread_all(sched, &mut buf).expect("read");
+            assert!(text.ends_with(b"\n"), "whole file");
+        }
+        let reads = syscr() - before;
+        // 100 preads of the sched file, plus the few reads that reading the io file
+        // itself takes; a second pread per file would make it 200.
+        assert!(
+            (100..=110).contains(&reads),
+            "{reads} read calls for 100 files"
+        );
+    }
+
+    /// Read system calls this process made so far (/proc/self/io `syscr`).
+    fn syscr() -> u64 {
+        let io = std::fs::read_to_string("/proc/thread-self/io").expect("io");
+        io.lines()
+            .find_map(|l| l.strip_prefix("syscr: "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("syscr")
     }
 }

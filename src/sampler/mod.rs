@@ -15,7 +15,7 @@ use crate::cpuset::CpuSet;
 use crate::workload::histogram::Histogram;
 use crate::workload::shm::{monotonic_ns, Shm};
 use files::{pread_all, SystemFiles, TaskFiles};
-use parse::{CpuTimes, Pressure, SchedFile, Schedstat, StatFile};
+use parse::{CpuTimes, SchedFile, Schedstat, StatFile};
 
 /// A task to sample.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +33,10 @@ pub struct Target {
 #[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskSample {
     pub id: usize,
+    /// CLOCK_MONOTONIC ns when this task's counters were read (a round reads tasks one
+    /// after another, and may be preempted in between); 0 in old recordings.
+    #[serde(default)]
+    pub t_ns: u64,
     /// False once the task has exited; counters then keep their last values.
     pub alive: bool,
     pub sched: SchedFile,
@@ -88,6 +92,7 @@ impl Clone for TaskSample {
     /// every round for every task.
     fn clone_from(&mut self, src: &Self) {
         self.id = src.id;
+        self.t_ns = src.t_ns;
         self.alive = src.alive;
         self.sched = src.sched;
         self.schedstat = src.schedstat;
@@ -98,13 +103,18 @@ impl Clone for TaskSample {
     }
 }
 
-/// System-wide counters at one instant.
+/// System-wide counters at one instant. `cpus` is empty in a round that did not read
+/// /proc/stat (see [`SYSTEM_EVERY_NS`]).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SystemSample {
     pub total: CpuTimes,
     pub cpus: Vec<CpuTimes>,
-    pub pressure: Option<Pressure>,
 }
+
+/// /proc/stat is read at most this often. Generating it costs as much as a task's sched
+/// file (it walks every interrupt's counters), and its times are 10 ms ticks, so at a
+/// 20 ms interval per-round CPU shares would be 0 %, 50 % or 100 % anyway.
+pub const SYSTEM_EVERY_NS: u64 = 100_000_000;
 
 /// Everything read in one sampling round.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -132,8 +142,21 @@ pub enum Command {
     Pause(bool),
 }
 
-/// Every how many rounds `status` (affinity) is re-read without being asked.
-const STATUS_EVERY: u64 = 10;
+/// Every how many rounds `sched` and `stat` are read even for a task that did not run
+/// and did not migrate (a safety net for changes made from outside schedlab).
+const FULL_EVERY: u64 = 10;
+/// Every how many rounds `status` (allowed CPUs: they change only by a knob, after
+/// which the consumer asks for a read) is read without being asked.
+const STATUS_EVERY: u64 = 50;
+
+/// Which optional files a round reads for every task.
+#[derive(Clone, Copy)]
+struct Reads {
+    /// `sched` and `stat` whether or not the task ran.
+    full: bool,
+    /// `status`.
+    status: bool,
+}
 
 struct TaskReader {
     target: Target,
@@ -150,6 +173,8 @@ pub struct Reader {
     buf: Vec<u8>,
     rounds: u64,
     refresh_status: bool,
+    /// When /proc/stat was last read (CLOCK_MONOTONIC ns).
+    system_read_ns: Option<u64>,
 }
 
 impl Reader {
@@ -161,6 +186,7 @@ impl Reader {
             buf: vec![0; 16 * 1024],
             rounds: 0,
             refresh_status: true,
+            system_read_ns: None,
         };
         r.set_targets(targets);
         r
@@ -185,46 +211,66 @@ impl Reader {
         self.refresh_status = true;
     }
 
+    /// Read /proc/stat in the next round whenever it was last read (the last round of a
+    /// run, so CPU summaries reach its end).
+    pub fn read_system_next(&mut self) {
+        self.system_read_ns = None;
+    }
+
     /// Read every task and the system counters into `batch` (its vectors are reused).
     pub fn sample_into(&mut self, batch: &mut Batch) {
         let started = Instant::now();
         batch.t_ns = monotonic_ns();
         batch.seq = self.rounds;
-        let full_read = self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY);
+        let reads = Reads {
+            full: self.refresh_status || self.rounds.is_multiple_of(FULL_EVERY),
+            status: self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY),
+        };
         self.refresh_status = false;
         self.rounds += 1;
         batch
             .tasks
             .resize_with(self.tasks.len(), TaskSample::default);
         for (reader, out) in self.tasks.iter_mut().zip(batch.tasks.iter_mut()) {
-            read_task(reader, full_read, &mut self.buf, self.shm.as_deref());
+            read_task(reader, reads, &mut self.buf, self.shm.as_deref());
             out.clone_from(&reader.last);
         }
         let sys = &mut batch.system;
-        if let Some(f) = &self.system.stat {
+        sys.cpus.clear();
+        // Rounds drift by a few ms: one due "almost" 100 ms later counts as due, so a
+        // 100 ms interval reads /proc/stat every round, not every other.
+        let due = self
+            .system_read_ns
+            .is_none_or(|t| batch.t_ns.saturating_sub(t) >= SYSTEM_EVERY_NS * 9 / 10);
+        if let (true, Some(f)) = (due, &self.system.stat) {
             if let Ok(text) = pread_all(f, &mut self.buf) {
                 parse::parse_proc_stat(text, &mut sys.total, &mut sys.cpus);
+                self.system_read_ns = Some(batch.t_ns);
             }
         }
-        sys.pressure = self
-            .system
-            .pressure
-            .as_ref()
-            .and_then(|f| pread_all(f, &mut self.buf).ok())
-            .and_then(parse::parse_pressure);
         batch.cost_ns = started.elapsed().as_nanos() as u64;
     }
 }
 
 /// Read one task's files into `reader.last`; marks it dead once its files are gone or
-/// it has become a zombie.
+/// it has become a zombie. One `pread` per file read, and only the files whose fields
+/// can have changed:
 ///
-/// `sched` and `schedstat` are read every round. `stat` (last CPU) is read only when its
-/// field can have changed: the last CPU changes only when the task migrates
-/// (se.nr_migrations moves; a wakeup on another CPU counts). A reaped task fails every
-/// read, which is how an exit shows. Both `stat` and `status` (affinity) are also read
-/// every [`STATUS_EVERY`] rounds and when asked after a knob change.
-fn read_task(reader: &mut TaskReader, full_read: bool, buf: &mut Vec<u8>, shm: Option<&Shm>) {
+/// - `schedstat` (run time, wait, times scheduled) every round: it is the cheapest, and
+///   it says whether the task ran at all.
+/// - `sched` (switches, migrations, policy, prio) when the task was switched in since
+///   the last round (schedstat's count of times scheduled moved): a task that never got
+///   a CPU, or kept one all along, cannot have switched or migrated, and its policy and
+///   prio change only by a knob (which asks for a full read).
+/// - `stat` (last CPU, nice, state) only when the task migrated: the last CPU changes
+///   only then (se.nr_migrations moves; a wakeup on another CPU counts).
+/// - `status` (allowed CPUs) only when asked after a knob change.
+///
+/// Every [`FULL_EVERY`] rounds `sched` and `stat` are read anyway, every
+/// [`STATUS_EVERY`] `status`, and everything when asked. A reaped task fails every read,
+/// which is how an exit shows.
+fn read_task(reader: &mut TaskReader, reads: Reads, buf: &mut Vec<u8>, shm: Option<&Shm>) {
+    let full_read = reads.full;
     let last = &mut reader.last;
     if let (Some(slot), Some(shm)) = (reader.target.slot, shm) {
         if slot < shm.slots() {
@@ -239,21 +285,31 @@ fn read_task(reader: &mut TaskReader, full_read: bool, buf: &mut Vec<u8>, shm: O
         last.alive = false;
         return;
     };
-    let prev = last.sched;
-    let mut alive = match files.sched.as_ref().map(|f| pread_all(f, buf)) {
-        Some(Ok(text)) if !text.is_empty() => {
-            last.sched = parse::parse_sched(text);
-            true
-        }
-        Some(_) => false,
-        None => true,
-    };
-    if alive {
-        if let Some(f) = &files.schedstat {
-            if let Some(s) = pread_all(f, buf).ok().and_then(parse::parse_schedstat) {
+    let mut alive = true;
+    let mut switched_in = true;
+    // The counters below are all read within a few microseconds of this.
+    last.t_ns = monotonic_ns();
+    if let Some(f) = &files.schedstat {
+        match pread_all(f, buf).ok().and_then(parse::parse_schedstat) {
+            Some(s) => {
+                // "0 0 0" (CONFIG_SCHED_INFO off) tells nothing: read sched as well.
+                switched_in = last.schedstat.is_none_or(|l| l.timeslices != s.timeslices)
+                    || s == Schedstat::default();
                 last.schedstat = Some(s);
             }
+            None => alive = false,
         }
+    }
+    let prev = last.sched;
+    if alive && (switched_in || full_read || last.sched == SchedFile::default()) {
+        alive = match files.sched.as_ref().map(|f| pread_all(f, buf)) {
+            Some(Ok(text)) if !text.is_empty() => {
+                last.sched = parse::parse_sched(text);
+                true
+            }
+            Some(_) => false,
+            None => true,
+        };
     }
     let migrated = prev.nr_migrations != last.sched.nr_migrations;
     if alive && (full_read || migrated || last.stat.is_none() || files.sched.is_none()) {
@@ -265,7 +321,7 @@ fn read_task(reader: &mut TaskReader, full_read: bool, buf: &mut Vec<u8>, shm: O
             }
         }
     }
-    if alive && (full_read || last.cpus_allowed.is_none()) {
+    if alive && (reads.status || last.cpus_allowed.is_none()) {
         if let Some(f) = &files.status {
             if let Ok(text) = pread_all(f, buf) {
                 let status = parse::parse_status(text);
@@ -379,7 +435,10 @@ fn sampler_loop(
                 }
                 Ok(Command::RefreshStatus) => reader.refresh_status(),
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
-                Ok(Command::SampleNow) => break,
+                Ok(Command::SampleNow) => {
+                    reader.read_system_next();
+                    break;
+                }
                 Ok(Command::Pause(p)) => paused = p,
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,

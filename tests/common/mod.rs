@@ -73,3 +73,29 @@ pub fn children(pid: i32) -> Vec<i32> {
     }
     out
 }
+
+/// Tests that need root, or a tool, fail loudly without it: CI must not pass on tests
+/// that never ran. `SCHEDLAB_ALLOW_SKIP=1` turns that into a skip (returns false) for a
+/// developer who knows what they are leaving out.
+pub fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var_os("SCHEDLAB_ALLOW_SKIP").is_some_and(|v| v == "1") {
+        eprintln!("skipped: needs {what} (SCHEDLAB_ALLOW_SKIP=1)");
+        return false;
+    }
+    panic!("this test needs {what}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly");
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Whether `tool` is on PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
