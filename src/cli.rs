@@ -53,8 +53,14 @@ pub enum Cmd {
     },
     /// Characterize this machine's scheduler: short experiments, one verdict each.
     Check(CheckArgs),
-    /// Restore knobs left changed by a schedlab that died (SIGKILL, crash, power cut).
-    Restore,
+    /// Restore knobs left changed by a schedlab that died (SIGKILL, crash, power cut),
+    /// and kill the processes its experiments left running.
+    Restore {
+        /// Remove the journal without restoring it (one that cannot be read or undone);
+        /// prints what it held.
+        #[arg(long)]
+        discard: bool,
+    },
     /// Open the workbench on a recording (`run --record`, or `r` in the workbench):
     /// play, pause, step and seek; knobs read-only.
     Replay {
@@ -144,6 +150,10 @@ pub struct HeadlessArgs {
     /// warm-up, e.g. rt-throttle's first RT period; 0s keeps everything).
     #[arg(long, value_name = "DURATION")]
     pub warmup: Option<String>,
+    /// Exit 0 even when the kernel refused a setting that defines the experiment (the
+    /// result is still marked NOT THE EXPERIMENT; without this flag the exit code is 3).
+    #[arg(long)]
+    pub allow_partial: bool,
     #[command(flatten)]
     pub settings: SettingsArgs,
     #[command(flatten)]

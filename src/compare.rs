@@ -51,6 +51,30 @@ pub struct MetricStats {
     pub ratios: Vec<f64>,
     /// Median of `ratios`; 0 when there is none.
     pub ratio_median: f64,
+    /// Rounds (from 1) whose B/A lies more than 25 % from the median of the others: the
+    /// machine (or the kernel) was in another regime then.
+    pub outlier_rounds: Vec<usize>,
+}
+
+/// A round's ratio this far (as a factor) from the median counts as another regime.
+pub const REGIME_FACTOR: f64 = 1.25;
+
+/// Rounds (from 1) whose ratio is more than [`REGIME_FACTOR`] away from the median of
+/// all rounds; needs three rounds to say which side of a split is the odd one.
+pub fn outliers(ratios: &[f64]) -> Vec<usize> {
+    if ratios.len() < 3 {
+        return Vec::new();
+    }
+    let median = stats(ratios).median;
+    if median <= 0.0 {
+        return Vec::new();
+    }
+    ratios
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| r <= 0.0 || (r / median).ln().abs() > REGIME_FACTOR.ln())
+        .map(|(i, _)| i + 1)
+        .collect()
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -67,8 +91,12 @@ pub struct CompareReport {
     /// Length of each run as asked for.
     pub duration_s: f64,
     pub metrics: Vec<MetricStats>,
-    /// Settings the kernel refused in any run, each once.
+    /// Settings the kernel refused in any run, foreign load, regimes: each once.
     pub warnings: Vec<String>,
+    /// Runs in which a setting that defines the experiment was refused.
+    pub partial_runs: usize,
+    /// Runs during which other programs took more than the limit of the CPUs.
+    pub foreign_load_runs: usize,
     pub interrupted: bool,
 }
 
@@ -241,6 +269,7 @@ pub fn compare(
     let mut kernel = None;
     let mut cpus = None;
     let mut interrupted = false;
+    let (mut partial_runs, mut foreign_load_runs) = (0, 0);
     'rounds: for _ in 0..rounds {
         let mut round: [Option<RunMetrics>; 2] = [None, None];
         for (i, (p, o)) in sides.iter().enumerate() {
@@ -254,6 +283,8 @@ pub fn compare(
                     kernel.get_or_insert_with(|| r.kernel.clone());
                     cpus.get_or_insert(r.cpus);
                     warnings.extend(r.warnings.iter().cloned());
+                    partial_runs += usize::from(r.partial);
+                    foreign_load_runs += usize::from(r.foreign_load);
                     round[i] = Some(metrics_of(&r));
                 }
             }
@@ -287,6 +318,7 @@ pub fn compare(
             let ratios = ratios(&pa, &pb);
             MetricStats {
                 ratio_median: stats(&ratios).median,
+                outlier_rounds: outliers(&ratios),
                 ratios,
                 a: stats(&a),
                 b: stats(&b),
@@ -294,7 +326,22 @@ pub fn compare(
                 unit,
             }
         })
-        .collect();
+        .collect::<Vec<MetricStats>>();
+    for m in &metrics {
+        if !m.outlier_rounds.is_empty() {
+            let which: Vec<String> = m
+                .outlier_rounds
+                .iter()
+                .map(|&r| format!("round {r} ({})", ratio_text(m.ratios[r - 1])))
+                .collect();
+            warnings.push(format!(
+                "{}: the rounds split into regimes: B/A of {} is more than 25 % from the median {} (every round is shown)",
+                m.name,
+                which.join(", "),
+                ratio_text(m.ratio_median)
+            ));
+        }
+    }
     let mut seen = BTreeSet::new();
     warnings.retain(|w| seen.insert(w.clone()));
     Ok(CompareReport {
@@ -310,6 +357,8 @@ pub fn compare(
         duration_s: opts.duration.as_secs_f64(),
         metrics,
         warnings,
+        partial_runs,
+        foreign_load_runs,
         interrupted,
     })
 }
@@ -402,7 +451,20 @@ pub fn render(r: &CompareReport) -> String {
                 short(x / div)
             }
         };
-        let per_round: Vec<String> = m.ratios.iter().map(|&x| ratio_text(x)).collect();
+        // An odd round is starred: the warning below says which regime it was in.
+        let per_round: Vec<String> = m
+            .ratios
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let star = if m.outlier_rounds.contains(&(i + 1)) {
+                    "*"
+                } else {
+                    ""
+                };
+                format!("{}{star}", ratio_text(x))
+            })
+            .collect();
         rows.push(vec![
             m.name.clone(),
             unit,
@@ -427,6 +489,15 @@ pub fn render(r: &CompareReport) -> String {
     out.push_str(&crate::report::align(&rows, |c| c < 2 || c == 8));
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
+    }
+    if r.partial_runs > 0 || r.foreign_load_runs > 0 {
+        let _ = writeln!(
+            out,
+            "=> NOT THE EXPERIMENT in {} of the runs ({} with a refused setting, {} under foreign load)",
+            r.partial_runs.max(r.foreign_load_runs),
+            r.partial_runs,
+            r.foreign_load_runs
+        );
     }
     out
 }
@@ -464,6 +535,16 @@ mod tests {
     }
 
     #[test]
+    fn a_round_far_from_the_others_is_another_regime() {
+        // pipe-wakeup's slow BATCH regime: one round at 0.4x where the rest are 2.2x.
+        assert_eq!(outliers(&[2.21, 0.40, 2.43, 2.21]), vec![2]);
+        // Within 25 % of the median is one regime.
+        assert!(outliers(&[2.0, 2.4, 1.7]).is_empty());
+        // Two rounds cannot say which one is odd.
+        assert!(outliers(&[1.0, 3.0]).is_empty());
+    }
+
+    #[test]
     fn display_units() {
         assert_eq!(display_unit("bytes/s", 5e7), (1e6, "MB/s".to_string()));
         assert_eq!(display_unit("ns", 1800.0), (1e3, "us".to_string()));
@@ -492,6 +573,7 @@ mod tests {
                 a: stats(a),
                 b: stats(b),
                 ratio_median: stats(&r).median,
+                outlier_rounds: outliers(&r),
                 ratios: r,
             }
         };
@@ -519,6 +601,8 @@ mod tests {
                 ),
             ],
             warnings: vec!["reader: something refused; running without it".into()],
+            partial_runs: 0,
+            foreign_load_runs: 0,
             interrupted: false,
         }
     }

@@ -20,6 +20,7 @@ pub mod run;
 pub mod sampler;
 pub mod session;
 pub mod setting;
+pub mod state;
 pub mod store;
 pub mod sweep;
 pub mod system;

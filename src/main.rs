@@ -18,7 +18,7 @@ use schedlab::report::render_table;
 use schedlab::run::{run, RunOptions};
 use schedlab::session::{split, SystemKnobs};
 use schedlab::setting::{parse_at, parse_duration, parse_sweep, Setting};
-use schedlab::workload::{spawn::remove_stale_run_dirs, workers};
+use schedlab::workload::{contain, workers, CannotRun};
 
 /// Bad input: the user can fix it (exit code 2).
 #[derive(Debug)]
@@ -44,8 +44,8 @@ fn main() -> ExitCode {
     );
     if controller {
         install_panic_hook();
-        if !matches!(cli.command, Some(Cmd::Restore)) {
-            restore_stale_journal();
+        if !matches!(cli.command, Some(Cmd::Restore { .. })) {
+            clean_up_after_the_dead();
         }
     }
     let result = match cli.command {
@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             mount_debugfs,
         }) => cmd_knobs(json, mount_debugfs),
         Some(Cmd::Check(args)) => cmd_check(args),
-        Some(Cmd::Restore) => cmd_restore(),
+        Some(Cmd::Restore { discard }) => cmd_restore(discard),
         Some(Cmd::Replay { file, speed }) => cmd_replay(&file, speed),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
@@ -103,33 +103,78 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<Usage>() => {
-            eprintln!("schedlab: {e}");
-            ExitCode::from(2)
-        }
         Err(e) => {
-            eprintln!("schedlab: {e:#}");
-            ExitCode::FAILURE
+            let code = exit_code(&e);
+            if code == exit::USAGE {
+                eprintln!("schedlab: {e}");
+            } else {
+                eprintln!("schedlab: {e:#}");
+            }
+            ExitCode::from(code)
         }
     }
 }
 
+/// Exit codes, by what went wrong.
+mod exit {
+    /// Something failed (the kernel refused a system knob the user asked for, I/O).
+    pub const FAILURE: u8 = 1;
+    /// Bad input: the user can fix the command line or the preset.
+    pub const USAGE: u8 = 2;
+    /// The run went on without a setting that defines the experiment (see --allow-partial).
+    pub const PARTIAL: u8 = 3;
+    /// Another schedlab holds the knob lock: try again when it is done.
+    pub const LOCKED: u8 = 4;
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.chain().any(|c| c.is::<Usage>() || c.is::<CannotRun>()) {
+        exit::USAGE
+    } else if e.chain().any(|c| c.is::<journal::LockHeld>()) {
+        exit::LOCKED
+    } else if e.chain().any(|c| c.is::<Partial>()) {
+        exit::PARTIAL
+    } else {
+        exit::FAILURE
+    }
+}
+
+/// The run finished, but without a setting that defines its experiment: the numbers
+/// were printed, marked, and the exit code says so.
+#[derive(Debug)]
+struct Partial(String);
+
+impl std::fmt::Display for Partial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Partial {}
+
 /// On a panic, put every journaled knob back before anything else (the hook runs
 /// before unwinding, and a panic may never unwind to the Journal's Drop).
 fn install_panic_hook() {
-    let path = journal::default_path();
+    let path = journal::default_path().ok();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        for r in journal::restore_own(&path) {
+        for r in path.iter().flat_map(|p| journal::restore_own(p)) {
             eprintln!("schedlab: {r}");
         }
         previous(info);
     }));
 }
 
-/// A journal left by a schedlab that died: restore it now, and say so.
-fn restore_stale_journal() {
-    match journal::restore_stale(&journal::default_path()) {
+/// What a schedlab that died left behind: knobs (its journal) and processes (its
+/// experiments' cgroups and process groups). Put back and killed now, and said.
+fn clean_up_after_the_dead() {
+    for line in contain::clean_stale() {
+        eprintln!("schedlab: {line}");
+    }
+    let Ok(path) = journal::default_path() else {
+        // An unusable state directory: the command that needs it says why.
+        return;
+    };
+    match journal::restore_stale(&path) {
         Ok(Some((pid, restored))) => {
             eprintln!(
                 "schedlab: an earlier schedlab (pid {pid}) left knobs changed; restoring them:"
@@ -140,22 +185,45 @@ fn restore_stale_journal() {
         }
         Ok(None) => {}
         // Another schedlab is running: it restores its own knobs.
-        Err(_) => {}
+        Err(e) if e.chain().any(|c| c.is::<journal::LockHeld>()) => {}
+        Err(e) if e.to_string().contains("is running and owns") => {}
+        Err(e) => eprintln!("schedlab: {e:#}"),
     }
 }
 
-fn cmd_restore() -> Result<()> {
-    let path = journal::default_path();
+fn cmd_restore(discard: bool) -> Result<()> {
+    let path = journal::default_path()?;
+    let mut out = String::new();
+    for line in contain::clean_stale() {
+        writeln!(out, "{line}")?;
+    }
+    if discard {
+        match journal::discard(&path)? {
+            None => writeln!(out, "nothing to discard: no journal at {}", path.display())?,
+            Some(held) => {
+                writeln!(
+                    out,
+                    "removed the journal {} without restoring it; it held:",
+                    path.display()
+                )?;
+                for h in held {
+                    writeln!(out, "  {h}")?;
+                }
+            }
+        }
+        return emit(&out);
+    }
     match journal::restore_stale(&path)? {
-        None => emit(&format!(
-            "nothing to restore: no journal at {}\n",
-            path.display()
-        )),
+        None => {
+            writeln!(out, "nothing to restore: no journal at {}", path.display())?;
+            emit(&out)
+        }
         Some((pid, restored)) => {
-            let mut out = format!(
-                "restored what schedlab pid {pid} left changed ({}):\n",
+            writeln!(
+                out,
+                "restored what schedlab pid {pid} left changed ({}):",
                 path.display()
-            );
+            )?;
             let failed = restored.iter().filter(|r| r.result.is_err()).count();
             for r in &restored {
                 writeln!(out, "  {r}")?;
@@ -163,7 +231,7 @@ fn cmd_restore() -> Result<()> {
             emit(&out)?;
             if failed > 0 {
                 anyhow::bail!(
-                    "{failed} value(s) could not be restored; the journal stays at {}",
+                    "{failed} value(s) could not be restored; the journal stays at {} (`schedlab restore --discard` removes it without restoring)",
                     path.display()
                 );
             }
@@ -289,7 +357,7 @@ fn cmd_presets(name: Option<&str>) -> Result<()> {
 }
 
 fn cmd_knobs(json: bool, mount_debugfs: bool) -> Result<()> {
-    let mut system = SystemKnobs::new(journal::default_path());
+    let mut system = SystemKnobs::new(journal::default_path()?);
     if mount_debugfs {
         system.mount_debugfs().map_err(anyhow::Error::msg)?;
     }
@@ -387,6 +455,7 @@ fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prep
         warmup,
         settings,
         system: system_args,
+        ..
     } = headless;
     let (variant, sets, interval) = (
         settings.variant.as_deref(),
@@ -434,7 +503,6 @@ fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prep
     p.apply_all(&task_sets).map_err(usage)?;
     p.tasks(&schedlab::system::online_cpus()).map_err(usage)?;
 
-    remove_stale_run_dirs();
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     let stop = schedlab::system::stop_on_signals().context("installing signal handlers")?;
     let mut opts = RunOptions::new(exe);
@@ -444,7 +512,7 @@ fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prep
     opts.stop = stop;
     opts.overrides = overrides;
     opts.system_sets = system_sets;
-    let mut system = SystemKnobs::new(journal::default_path());
+    let mut system = SystemKnobs::new(journal::default_path()?);
     system.allow_unthrottled_rt = system_args.allow_unthrottled_rt;
     if system_args.mount_debugfs {
         system.mount_debugfs().map_err(anyhow::Error::msg)?;
@@ -526,9 +594,24 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         }
     }
     print_report(args.json.as_deref(), &report, render_table(&report))?;
-    match &args.plot {
-        Some(path) => schedlab::plot::plot_run(&report, path),
-        None => Ok(()),
+    if let Some(path) = &args.plot {
+        schedlab::plot::plot_run(&report, path)?;
+    }
+    partial_exit(
+        &args.headless,
+        report
+            .partial
+            .then(|| format!("{} setting(s) (see the warnings)", report.refused.len())),
+    )
+}
+
+/// Exit code 3 after a result that is not the experiment (unless --allow-partial).
+fn partial_exit(headless: &HeadlessArgs, refused: Option<String>) -> Result<()> {
+    match refused {
+        Some(what) if !headless.allow_partial => Err(anyhow::Error::new(Partial(format!(
+            "the result is not the experiment: the kernel refused {what} (--allow-partial exits 0 anyway)"
+        )))),
+        _ => Ok(()),
     }
 }
 
@@ -553,10 +636,14 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         &report,
         schedlab::sweep::render(&report),
     )?;
-    match &args.plot {
-        Some(path) => schedlab::plot::plot_sweep(&report, path),
-        None => Ok(()),
+    if let Some(path) = &args.plot {
+        schedlab::plot::plot_sweep(&report, path)?;
     }
+    let partial = report.rows.iter().filter(|r| r.partial).count();
+    partial_exit(
+        &args.headless,
+        (partial > 0).then(|| format!("settings in {partial} of the sweep's runs")),
+    )
 }
 
 fn cmd_compare(args: CompareArgs) -> Result<()> {
@@ -588,10 +675,14 @@ fn cmd_compare(args: CompareArgs) -> Result<()> {
     let report = result?;
     restored?;
     print_report(args.json.as_deref(), &report, compare::render(&report))?;
-    match &args.plot {
-        Some(path) => schedlab::plot::plot_compare(&report, path),
-        None => Ok(()),
+    if let Some(path) = &args.plot {
+        schedlab::plot::plot_compare(&report, path)?;
     }
+    partial_exit(
+        &args.headless,
+        (report.partial_runs > 0)
+            .then(|| format!("settings in {} of the runs", report.partial_runs)),
+    )
 }
 
 fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result<()> {
@@ -612,6 +703,7 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         "24h",
         &HeadlessArgs {
             warmup: None,
+            allow_partial: true,
             settings: settings.clone(),
             system: system.clone(),
         },
@@ -665,11 +757,10 @@ fn cmd_replay(file: &std::path::Path, speed: f64) -> Result<()> {
 }
 
 fn cmd_check(args: CheckArgs) -> Result<()> {
-    remove_stale_run_dirs();
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     let mut opts = schedlab::check::CheckOptions::new(args.quick);
     opts.stop = schedlab::system::stop_on_signals().context("installing signal handlers")?;
-    let mut system = SystemKnobs::new(journal::default_path());
+    let mut system = SystemKnobs::new(journal::default_path()?);
     let result = schedlab::check::check(&exe, &opts, &mut system);
     let restored = finish(system);
     let report = result?;

@@ -82,6 +82,10 @@ pub struct Metrics {
     pub cpu: Vec<CpuReport>,
     /// Mean idle share of the CPUs over the run.
     pub cpu_idle_share: f64,
+    /// CPU time others took on the experiment's CPUs (busy + steal minus the
+    /// experiment's tasks and schedlab), in CPUs, over the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign_cpu: Option<f64>,
     pub headline: Headline,
 }
 
@@ -103,8 +107,15 @@ pub struct RunReport {
     pub overrides: Vec<String>,
     pub tasks: Vec<TaskReport>,
     pub metrics: Metrics,
-    /// Settings the kernel refused (the run went on without them).
+    /// Everything worth a reader's attention: settings the kernel refused (the run went
+    /// on without them), foreign load, what could not be measured.
     pub warnings: Vec<String>,
+    /// The settings that define this experiment which the kernel refused, each once: with
+    /// any, the numbers are not the experiment's (`partial`).
+    pub refused: Vec<String>,
+    pub partial: bool,
+    /// Other programs took more than [`FOREIGN_LIMIT_CPU`] of the experiment's CPUs.
+    pub foreign_load: bool,
     /// Knob changes during the run (`--at`), with the kernel's answer.
     pub events: Vec<EventReport>,
     pub interrupted: bool,
@@ -114,6 +125,10 @@ pub struct RunReport {
     #[serde(skip)]
     pub series: RunSeries,
 }
+
+/// CPU time (in CPUs) others may take on the experiment's CPUs before a result is
+/// flagged: an idle machine here shows up to 0.08 (kernel threads, the hypervisor).
+pub const FOREIGN_LIMIT_CPU: f64 = 0.1;
 
 /// The instrument's own cost during a run: CPU time of schedlab's threads (not the
 /// workers') from the first sample to the last.
@@ -348,8 +363,31 @@ pub fn render_table(r: &RunReport) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
-    let _ = writeln!(out, "=> {}", r.metrics.headline.text);
+    let _ = writeln!(out, "=> {}{}", verdict_prefix(r), r.metrics.headline.text);
     out
+}
+
+/// "NOT THE EXPERIMENT ...: " before a headline that is not what the preset measures.
+pub fn verdict_prefix(r: &RunReport) -> String {
+    let mut why = Vec::new();
+    if r.partial {
+        let n = r.refused.len();
+        why.push(format!(
+            "{n} setting{} refused",
+            if n == 1 { " was" } else { "s were" }
+        ));
+    }
+    if r.foreign_load {
+        why.push(format!(
+            "other programs took {:.2} CPU of its CPUs",
+            r.metrics.foreign_cpu.unwrap_or(0.0)
+        ));
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!("NOT THE EXPERIMENT ({}): ", why.join(", "))
+    }
 }
 
 /// One row of the CSV time series: a task's sample, or (with `event` set and the

@@ -16,7 +16,7 @@ use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::record::{FileRecorder, Recorder};
 use crate::report::{
     ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, Observer, RunReport,
-    RunSeries, SeriesPoint, StageReport, TaskReport,
+    RunSeries, SeriesPoint, StageReport, TaskReport, FOREIGN_LIMIT_CPU,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, TaskSample};
@@ -124,8 +124,13 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
         panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
     }
-    let sampler = Sampler::spawn(targets, Some(session.workload.shm()), opts.interval)
-        .context("starting the sampler thread")?;
+    let sampler = Sampler::spawn(
+        targets,
+        Some(session.workload.shm()),
+        session.workload.usage().cloned(),
+        opts.interval,
+    )
+    .context("starting the sampler thread")?;
     let started = Instant::now();
     let cpu_at_start = crate::system::own_cpu_ns();
     let (mut rounds, mut sampler_ns) = (0u64, 0u64);
@@ -247,7 +252,23 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         &store,
         &session.online,
     );
+    report.partial = !warnings.is_empty();
+    report.refused = warnings.clone();
     report.warnings = warnings;
+    if let Some(f) = report.metrics.foreign_cpu {
+        if f > FOREIGN_LIMIT_CPU {
+            report.foreign_load = true;
+            report.warnings.push(format!(
+                "other programs took {f:.2} CPU on the experiment's CPUs ({}) while it ran: the numbers are not the experiment alone",
+                store.used_cpus().to_list()
+            ));
+        }
+    } else if session.workload.forks() {
+        report.warnings.push(format!(
+            "foreign load not measured: this run's commands start processes schedlab can only count inside a cgroup, and it has none ({})",
+            session.workload.why_uncontained().unwrap_or("no cgroup")
+        ));
+    }
     report.interrupted = interrupted;
     report.events = events;
     report.series = series;
@@ -558,9 +579,16 @@ fn build_report(
             stages,
             cpu,
             cpu_idle_share,
+            // Without a cgroup, what a command forks is not counted as the experiment's.
+            foreign_cpu: store
+                .foreign_summary()
+                .filter(|_| workload.usage().is_some() || !workload.forks()),
             headline,
         },
         warnings: Vec::new(),
+        refused: Vec::new(),
+        partial: false,
+        foreign_load: false,
         events: Vec::new(),
         interrupted: false,
         observer: Observer::default(),

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use crate::cpuset::CpuSet;
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
 
@@ -22,6 +23,41 @@ pub struct TaskRates {
     pub progress_per_s: f64,
     /// CPU the task last ran on.
     pub cpu: Option<u32>,
+}
+
+/// The system counters at one /proc/stat read, with what the experiment and schedlab
+/// had used by then: the three together say how much of the CPUs went to others.
+#[derive(Clone, Debug, Default)]
+struct SystemSnapshot {
+    t_ns: u64,
+    cpus: Vec<CpuTimes>,
+    /// CPU time of every task of the experiment so far, ns.
+    tasks_run_ns: u64,
+    /// CPU time of schedlab's own threads so far, ns.
+    observer_ns: u64,
+}
+
+/// CPU time taken on the experiment's CPUs by tasks that are not the experiment (and
+/// not schedlab), in CPUs: busy + steal of those CPUs, minus the experiment's tasks'
+/// own CPU time, minus schedlab's. Another program, an interrupt storm, or the
+/// hypervisor running another guest all show up here.
+fn foreign_cpus(a: &SystemSnapshot, b: &SystemSnapshot, used: &CpuSet) -> Option<f64> {
+    let dt_s = b.t_ns.saturating_sub(a.t_ns) as f64 / 1e9;
+    if dt_s <= 0.0 || a.cpus.is_empty() {
+        return None;
+    }
+    let tick_s = 1.0 / crate::system::clock_ticks_per_s() as f64;
+    let taken: u64 = a
+        .cpus
+        .iter()
+        .zip(&b.cpus)
+        .enumerate()
+        .filter(|(i, _)| used.is_empty() || used.contains(*i))
+        .map(|(_, (p, c))| (c.busy() + c.steal).saturating_sub(p.busy() + p.steal))
+        .sum();
+    let own_s = b.tasks_run_ns.saturating_sub(a.tasks_run_ns) as f64 / 1e9;
+    let observer_s = b.observer_ns.saturating_sub(a.observer_ns) as f64 / 1e9;
+    Some(((taken as f64 * tick_s - own_s - observer_s) / dt_s).max(0.0))
 }
 
 /// Busy and steal share of one CPU over one interval.
@@ -161,8 +197,12 @@ pub struct Store {
     summary_ns: Option<u64>,
     pub tasks: Vec<TaskSeries>,
     pub cpus: Vec<VecDeque<(f64, CpuRates)>>,
-    prev_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
-    first_system: Option<(u64, Vec<CpuTimes>, CpuTimes)>,
+    /// CPU taken by others on the experiment's CPUs, per /proc/stat interval (in CPUs).
+    pub foreign: VecDeque<(f64, f64)>,
+    /// The CPUs the experiment's tasks may use (empty until known: all).
+    used: CpuSet,
+    prev_system: Option<SystemSnapshot>,
+    first_system: Option<SystemSnapshot>,
     /// Points kept per series; older ones are dropped.
     pub retention: usize,
     /// Whole-run summaries start at the first batch this long after the start (the
@@ -180,6 +220,8 @@ impl Store {
             summary_ns: None,
             tasks: vec![TaskSeries::default(); tasks],
             cpus: Vec::new(),
+            foreign: VecDeque::new(),
+            used: CpuSet::new(),
             prev_system: None,
             first_system: None,
             retention: retention.max(2),
@@ -261,16 +303,39 @@ impl Store {
             // This round did not read /proc/stat.
             return new_points;
         }
-        if let Some((_, prev_cpus, _)) = &self.prev_system {
+        self.used = self
+            .tasks
+            .iter()
+            .filter_map(|t| t.last.as_ref().and_then(|(_, s)| s.cpus_allowed))
+            .fold(CpuSet::new(), |a, b| a.union(&b));
+        let snapshot = SystemSnapshot {
+            t_ns: batch.t_ns,
+            cpus: sys.cpus.clone(),
+            // The cgroup counts what the tasks forked too (make's jobs); without one, the
+            // tasks alone.
+            tasks_run_ns: sys.experiment_ns.unwrap_or_else(|| {
+                self.tasks
+                    .iter()
+                    .filter_map(|t| t.last.as_ref().and_then(|(_, s)| run_ns(s)))
+                    .sum()
+            }),
+            observer_ns: sys.observer_ns,
+        };
+        if let Some(prev) = &self.prev_system {
             self.cpus.resize_with(sys.cpus.len(), VecDeque::new);
-            for (i, (p, c)) in prev_cpus.iter().zip(&sys.cpus).enumerate() {
+            for (i, (p, c)) in prev.cpus.iter().zip(&sys.cpus).enumerate() {
                 if self.cpus[i].len() == self.retention {
                     self.cpus[i].pop_front();
                 }
                 self.cpus[i].push_back((t_s, cpu_rates(p, c)));
             }
+            if let Some(f) = foreign_cpus(prev, &snapshot, &self.used) {
+                if self.foreign.len() == self.retention {
+                    self.foreign.pop_front();
+                }
+                self.foreign.push_back((t_s, f));
+            }
         }
-        let snapshot = (batch.t_ns, sys.cpus.clone(), sys.total);
         if self.first_system.is_none() {
             self.first_system = Some(snapshot.clone());
         }
@@ -307,11 +372,29 @@ impl Store {
     /// Each CPU's busy and steal share over the whole run.
     pub fn cpu_summary(&self) -> Vec<CpuRates> {
         match (&self.first_system, &self.prev_system) {
-            (Some((_, a, _)), Some((_, b, _))) => {
-                a.iter().zip(b).map(|(p, c)| cpu_rates(p, c)).collect()
-            }
+            (Some(a), Some(b)) => a
+                .cpus
+                .iter()
+                .zip(&b.cpus)
+                .map(|(p, c)| cpu_rates(p, c))
+                .collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// CPU taken by others on the experiment's CPUs over the whole-run summary, in CPUs
+    /// (see [`foreign_cpus`]); None before two /proc/stat reads.
+    pub fn foreign_summary(&self) -> Option<f64> {
+        foreign_cpus(
+            self.first_system.as_ref()?,
+            self.prev_system.as_ref()?,
+            &self.used,
+        )
+    }
+
+    /// The CPUs the experiment may use (all when unknown).
+    pub fn used_cpus(&self) -> CpuSet {
+        self.used
     }
 
     /// Seconds between the first and the last batch.

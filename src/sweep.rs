@@ -22,6 +22,11 @@ pub struct SweepRow {
     pub throughput_unit: String,
     pub headline: Headline,
     pub warnings: Vec<String>,
+    /// A setting that defines the experiment was refused in this row's run.
+    pub partial: bool,
+    /// CPU others took on the experiment's CPUs, and whether that flags the row.
+    pub foreign_cpu: Option<f64>,
+    pub foreign_load: bool,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -78,8 +83,18 @@ pub fn sweep(
                 .collect(),
             throughput_per_s: r.metrics.throughput_per_s,
             throughput_unit: r.metrics.throughput_unit.clone(),
-            headline: r.metrics.headline.clone(),
+            headline: Headline {
+                text: format!(
+                    "{}{}",
+                    crate::report::verdict_prefix(&r),
+                    r.metrics.headline.text
+                ),
+                ..r.metrics.headline.clone()
+            },
             warnings: r.warnings.clone(),
+            partial: r.partial,
+            foreign_cpu: r.metrics.foreign_cpu,
+            foreign_load: r.foreign_load,
         });
         if r.interrupted {
             break;

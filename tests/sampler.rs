@@ -95,6 +95,7 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
             latency: false,
         }],
         None,
+        None,
         Duration::from_millis(20),
     )
     .expect("spawn");

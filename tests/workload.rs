@@ -138,18 +138,33 @@ fn dropping_a_workload_kills_every_task_including_makes_jobs() {
 }
 
 #[test]
-fn a_worker_that_cannot_start_is_reported_with_its_error() {
+fn a_command_that_cannot_run_is_refused_before_anything_starts() {
     let _guard = common::serial();
     let text = "name='broken'\nsummary='s'\nnote='n'\n[metric]\nheadline='throughput'\ntask='a'\n[[task]]\nname='a'\ncommand=['/nonexistent/program']\n";
     let p = Preset::parse(text, "test").expect("parses");
     let specs = p.tasks(&online_cpus()).expect("expands");
-    let workload = Workload::start(&specs, &common::exe()).expect("the wrapper starts");
-    workload.open_gate();
-    let mut workload = workload;
-    assert!(common::wait_until(Duration::from_secs(5), || workload.all_exited()));
-    assert!(
-        workload.log_tail().contains("/nonexistent/program"),
-        "{}",
-        workload.log_tail()
+    let err = Workload::start(&specs, &common::exe())
+        .err()
+        .expect("no workload starts");
+    assert!(err.is::<schedlab::workload::CannotRun>(), "{err:#}");
+    assert_eq!(
+        err.to_string(),
+        "task \"a\": cannot run \"/nonexistent/program\": no such file"
     );
+    // A name not in PATH, and a file that is not executable, are refused the same way.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "not a program").expect("write");
+    let plain = plain.to_str().expect("path").to_string();
+    for (argv, why) in [
+        ("no-such-program-anywhere", "not found in PATH"),
+        (plain.as_str(), "not an executable file"),
+    ] {
+        let text = text.replace("/nonexistent/program", argv);
+        let p = Preset::parse(&text, "test").expect("parses");
+        let err = Workload::start(&p.tasks(&online_cpus()).expect("expands"), &common::exe())
+            .err()
+            .expect("refused");
+        assert!(err.to_string().ends_with(why), "{err}");
+    }
 }

@@ -640,6 +640,54 @@ impl Cgroups {
     }
 }
 
+/// The processes in the cgroup `dir` and every cgroup below it.
+pub fn procs_below(dir: &Path) -> Vec<i32> {
+    let mut out: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(procs_below(&e.path()));
+            }
+        }
+    }
+    out
+}
+
+/// Kill every process in the cgroup `dir` and below, and wait (at most 2 s) until they
+/// are gone; returns how many there were. cgroup v2's cgroup.kill (5.14+) also takes
+/// processes that fork meanwhile; elsewhere the list is killed until it stays empty.
+pub fn kill_all(dir: &Path) -> usize {
+    let first = procs_below(dir);
+    if first.is_empty() {
+        return 0;
+    }
+    let mut killed: std::collections::BTreeSet<i32> = first.iter().copied().collect();
+    let kill_file = dir.join("cgroup.kill");
+    let one_shot = kill_file.exists() && super::sys::write_file(&kill_file, "1").is_ok();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        let left = procs_below(dir);
+        if left.is_empty() {
+            break;
+        }
+        if !one_shot {
+            for pid in left {
+                killed.insert(pid);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    killed.len()
+}
+
 fn is_realtime(tid: i32) -> bool {
     // SAFETY: sched_getscheduler takes a plain id and touches no memory of ours.
     let policy = unsafe { libc::sched_getscheduler(tid) };
@@ -1032,7 +1080,7 @@ mod tests {
             version: Version::V1,
             mount: tmp.path().join("nowhere"),
         };
-        let mut journal = Journal::new(tmp.path().join("journal.jsonl"));
+        let mut journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
         for names in [
             vec!["a b".to_string()],
             vec!["../x".into()],
@@ -1056,7 +1104,7 @@ mod tests {
             mount: tmp.path().to_path_buf(),
         };
         let jpath = tmp.path().join("journal.jsonl");
-        let mut journal = Journal::new(jpath.clone());
+        let mut journal = Journal::new(jpath.clone()).allow_under(tmp.path());
         // A plain directory has no cgroup.subtree_control, so enabling cpu in the base
         // fails: the failure path must still leave the undo journaled and the base gone.
         let e = Cgroups::create(root, &["a".to_string()], &mut journal).expect_err("fake fs");
@@ -1095,7 +1143,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let subtree = tmp.path().join("cgroup.subtree_control");
         std::fs::write(&subtree, "cpu memory\n").expect("write");
-        let mut journal = Journal::new(tmp.path().join("journal.jsonl"));
+        let mut journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
         ensure_v2_cpu_enabled(tmp.path(), &mut journal).expect("already on");
         assert!(journal.entries().is_empty());
         assert_eq!(
@@ -1133,7 +1181,7 @@ mod tests {
     impl Guard {
         fn new() -> Guard {
             let tmp = tempfile::tempdir().expect("tempdir");
-            let journal = Journal::new(tmp.path().join("journal.jsonl"));
+            let journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
             Guard {
                 child: None,
                 journal,

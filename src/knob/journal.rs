@@ -3,10 +3,9 @@
 //! start after a crash, or by `schedlab restore`.
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -17,8 +16,15 @@ use serde::{Deserialize, Serialize};
 pub enum Entry {
     /// A knob file and the value it held before.
     File { path: PathBuf, old: String },
-    /// A filesystem schedlab mounted (debugfs); undone by unmounting.
-    Mount { target: PathBuf },
+    /// A filesystem schedlab mounted (debugfs, tracefs); undone by unmounting it, and
+    /// only it: `mnt_id` names the very mount schedlab made.
+    Mount {
+        target: PathBuf,
+        #[serde(default)]
+        fstype: String,
+        #[serde(default)]
+        mnt_id: Option<u64>,
+    },
     /// A directory schedlab created (a cgroup); undone by removing it.
     Dir { path: PathBuf },
 }
@@ -27,7 +33,7 @@ impl Entry {
     pub fn describe(&self) -> String {
         match self {
             Entry::File { path, old } => format!("{} = {}", path.display(), old.trim()),
-            Entry::Mount { target } => format!("unmount {}", target.display()),
+            Entry::Mount { target, .. } => format!("unmount {}", target.display()),
             Entry::Dir { path } => format!("remove {}", path.display()),
         }
     }
@@ -44,32 +50,130 @@ struct Header {
 pub struct Restored {
     pub entry: Entry,
     pub result: Result<(), String>,
+    /// The entry names something schedlab never changes: it was not touched and will
+    /// not be tried again (the journal can go).
+    pub refused: bool,
+}
+
+impl Restored {
+    /// Nothing more can be done about this entry: restored, or refused for good.
+    pub fn settled(&self) -> bool {
+        self.result.is_ok() || self.refused
+    }
 }
 
 impl std::fmt::Display for Restored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.result {
             Ok(()) => write!(f, "restored {}", self.entry.describe()),
+            Err(e) if self.refused => {
+                write!(f, "refused to restore {}: {e}", self.entry.describe())
+            }
             Err(e) => write!(f, "could not restore {}: {e}", self.entry.describe()),
         }
     }
 }
 
-/// Where the journal lives: `$SCHEDLAB_JOURNAL`, else /run/schedlab (root) or the
-/// user's runtime dir. It must survive the process, not the boot (knobs reset at boot).
-pub fn default_path() -> PathBuf {
+/// Where the journal lives: `$SCHEDLAB_JOURNAL`, else `journal.jsonl` in the state
+/// directory (see [`crate::state::dir`]). It must survive the process, not the boot
+/// (knobs reset at boot).
+pub fn default_path() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("SCHEDLAB_JOURNAL").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+        return Ok(PathBuf::from(p));
     }
-    if nix::unistd::geteuid().is_root() && Path::new("/run").is_dir() {
-        return PathBuf::from("/run/schedlab/journal.jsonl");
+    Ok(crate::state::dir()?.join("journal.jsonl"))
+}
+
+/// The files, mounts and directories a journal may ever undo: the knobs schedlab writes
+/// and nothing else. A journal is a file on disk, so an entry naming anything else
+/// (a planted `/home/victim/x`) is refused and reported, never written.
+fn allowed(entry: &Entry, extra: &[PathBuf]) -> Result<(), String> {
+    let path = match entry {
+        Entry::File { path, .. } | Entry::Dir { path } => path,
+        Entry::Mount { target, .. } => target,
+    };
+    let plain = path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain {
+        return Err(format!("{} is not a plain absolute path", path.display()));
     }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
-        return PathBuf::from(dir).join("schedlab-journal.jsonl");
+    if extra.iter().any(|root| path.starts_with(root)) {
+        return Ok(());
     }
-    std::env::temp_dir()
-        .join(format!("schedlab-{}", nix::unistd::geteuid()))
-        .join("journal.jsonl")
+    let ok = match entry {
+        Entry::File { path, .. } => is_knob_file(path),
+        Entry::Mount { target, .. } => {
+            target == Path::new(super::sys::DEBUGFS) || target == Path::new(super::sys::TRACEFS)
+        }
+        Entry::Dir { path } => is_own_cgroup(path),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a knob schedlab changes (RT sysctls, autogroup, debugfs sched files, cgroups it made)",
+            path.display()
+        ))
+    }
+}
+
+fn is_knob_file(path: &Path) -> bool {
+    const SYSCTLS: [&str; 4] = [
+        "sched_rt_runtime_us",
+        "sched_rt_period_us",
+        "sched_rr_timeslice_ms",
+        "sched_autogroup_enabled",
+    ];
+    if let Ok(name) = path.strip_prefix("/proc/sys/kernel") {
+        return SYSCTLS.iter().any(|s| name == Path::new(s));
+    }
+    let debugfs = Path::new(super::sys::DEBUGFS);
+    if path.starts_with(debugfs.join("sched")) || path == debugfs.join("sched_features") {
+        return true;
+    }
+    // A cgroup mount's root: RT runtime and period (v1), subtree_control (v2).
+    let root_files = [
+        "cpu.rt_runtime_us",
+        "cpu.rt_period_us",
+        "cgroup.subtree_control",
+    ];
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        if cgroup_mounts().iter().any(|m| m == dir)
+            && root_files.iter().any(|f| name == std::ffi::OsStr::new(f))
+        {
+            return true;
+        }
+    }
+    // Any file inside a cgroup schedlab made.
+    path.ancestors().skip(1).any(is_own_cgroup)
+}
+
+/// A directory schedlab made in a cgroup hierarchy: below a cgroup mount, under a
+/// top-level directory named `schedlab-...` (a preset's groups, a run's containment).
+pub fn is_own_cgroup(path: &Path) -> bool {
+    cgroup_mounts().iter().any(|m| {
+        path.strip_prefix(m).ok().is_some_and(|rel| {
+            rel.components().any(|c| {
+                matches!(c, Component::Normal(n) if n.to_string_lossy().starts_with("schedlab-"))
+            })
+        })
+    })
+}
+
+/// Every cgroup (v1) and cgroup2 mount point.
+fn cgroup_mounts() -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mounts") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, target, fstype) = (f.next()?, f.next()?, f.next()?);
+            matches!(fstype, "cgroup" | "cgroup2").then(|| PathBuf::from(target))
+        })
+        .collect()
 }
 
 fn fsync_dir(path: &Path) {
@@ -80,15 +184,24 @@ fn fsync_dir(path: &Path) {
     }
 }
 
-/// Read a journal file: its owner pid and entries (a torn last line is ignored).
+/// Read a journal file: its owner pid and entries (a torn last line is ignored). The
+/// file must be a regular file of this user's, reached without a symlink.
 fn read(path: &Path) -> Result<(u32, Vec<Entry>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = crate::state::read_own(path)
+        .with_context(|| format!("reading the journal {}", path.display()))?;
     let mut lines = text.lines();
     let header: Header = lines
         .next()
         .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| anyhow!("{} is not a schedlab journal", path.display()))?;
+        .ok_or_else(|| {
+            let shown: String = text.chars().take(60).collect();
+            anyhow!(
+                "{} is not a schedlab journal (it holds {:?}{}); `schedlab restore --discard` removes it",
+                path.display(),
+                shown,
+                if text.chars().count() > 60 { "..." } else { "" }
+            )
+        })?;
     let entries = lines.filter_map(|l| serde_json::from_str(l).ok()).collect();
     Ok((header.pid, entries))
 }
@@ -120,11 +233,25 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
     match entry {
         Entry::File { path, old } => super::sys::write_file(path, old.trim())
             .map_err(|e| Failure::new(e.to_string(), e.raw_os_error())),
-        Entry::Mount { target } => nix::mount::umount(target.as_path())
-            .map_err(|e| Failure::new(format!("umount: {e}"), Some(e as i32))),
+        Entry::Mount { target, mnt_id, .. } => {
+            // Only the mount schedlab made: once it is gone (an admin unmounted it, or
+            // mounted their own on top), there is nothing of ours to undo.
+            match (mnt_id, super::sys::mount_id(target)) {
+                (Some(ours), Some(now)) if *ours != now => return Ok(()),
+                (_, None) => return Ok(()),
+                _ => {}
+            }
+            nix::mount::umount(target.as_path())
+                .map_err(|e| Failure::new(format!("umount: {e}"), Some(e as i32)))
+        }
         Entry::Dir { path } => {
             if !path.exists() {
                 return Ok(());
+            }
+            // A cgroup of ours may still hold the experiment's tasks (after a SIGKILL of
+            // schedlab, or children a command forked): they go first.
+            if path.join("cgroup.procs").exists() {
+                super::cgroup::kill_all(path);
             }
             // A cgroup empties when its last task is reaped; give stragglers a moment.
             let mut last = Ok(());
@@ -151,8 +278,23 @@ const BUSY_PASSES: usize = 10;
 /// Undo entries newest first. A knob refused because of ordering (RT runtime below a
 /// cgroup's, say) is retried after the others, up to three passes.
 pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
-    let mut pending: Vec<Entry> = entries.iter().rev().cloned().collect();
+    undo_all_with(entries, &[])
+}
+
+/// [`undo_all`], also allowing entries below `extra` (tests' scratch directories).
+fn undo_all_with(entries: &[Entry], extra: &[PathBuf]) -> Vec<Restored> {
     let mut done = Vec::new();
+    let mut pending = Vec::new();
+    for entry in entries.iter().rev() {
+        match allowed(entry, extra) {
+            Ok(()) => pending.push(entry.clone()),
+            Err(why) => done.push(Restored {
+                entry: entry.clone(),
+                result: Err(why),
+                refused: true,
+            }),
+        }
+    }
     for pass in 1..=ORDER_PASSES + BUSY_PASSES {
         let mut failed = Vec::new();
         for entry in pending {
@@ -160,6 +302,7 @@ pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
                 Ok(()) => done.push(Restored {
                     entry,
                     result: Ok(()),
+                    refused: false,
                 }),
                 Err(e) if pass < ORDER_PASSES || (e.busy && pass < ORDER_PASSES + BUSY_PASSES) => {
                     failed.push(entry)
@@ -167,6 +310,7 @@ pub fn undo_all(entries: &[Entry]) -> Vec<Restored> {
                 Err(e) => done.push(Restored {
                     entry,
                     result: Err(e.why),
+                    refused: false,
                 }),
             }
         }
@@ -190,15 +334,34 @@ pub struct KnobLock(());
 /// The lock file while this process holds it, and how many guards share it.
 static HELD: std::sync::Mutex<Option<(File, usize)>> = std::sync::Mutex::new(None);
 
-/// The machine-wide lock file.
-pub fn lock_path() -> PathBuf {
-    if nix::unistd::geteuid().is_root() && Path::new("/run").is_dir() {
-        PathBuf::from("/run/schedlab/knobs.lock")
-    } else {
-        std::env::temp_dir()
-            .join(format!("schedlab-{}", nix::unistd::geteuid()))
-            .join("knobs.lock")
-    }
+/// The lock file, in the state directory (machine-wide for root, who alone writes
+/// system knobs).
+pub fn lock_path() -> Result<PathBuf> {
+    Ok(crate::state::dir()?.join("knobs.lock"))
+}
+
+/// Who holds the flock on `file`: read from /proc/locks, so it is never a half-written
+/// pid file (the lock is taken before the holder could write anything).
+fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().ok()?;
+    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    let dev_inode = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&dev_inode.as_str()))
+            .then(|| f.get(4)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Another schedlab holds the knob lock (a distinct exit code: wait and try again).
+#[derive(Debug, thiserror::Error)]
+#[error("another schedlab ({holder}) is changing system knobs; wait for it to finish")]
+pub struct LockHeld {
+    pub holder: String,
 }
 
 impl KnobLock {
@@ -208,18 +371,9 @@ impl KnobLock {
             *count += 1;
             return Ok(KnobLock(()));
         }
-        let path = lock_path();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let path = lock_path()?;
+        let mut file = crate::state::open_or_create(&path)
+            .with_context(|| format!("opening the knob lock {}", path.display()))?;
         // SAFETY: flock on a descriptor we own.
         let rc = unsafe {
             libc::flock(
@@ -228,12 +382,13 @@ impl KnobLock {
             )
         };
         if rc != 0 {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            bail!(
-                "another schedlab (pid {}) is changing system knobs; wait for it to finish",
-                holder.trim()
-            );
+            let holder = match lock_holder(&file) {
+                Some(pid) => format!("pid {pid}"),
+                None => "a process that has just let go".to_string(),
+            };
+            return Err(LockHeld { holder }.into());
         }
+        // For people reading the file; schedlab itself asks /proc/locks.
         file.set_len(0)?;
         write!(file, "{}", std::process::id())?;
         *held = Some((file, 1));
@@ -257,7 +412,11 @@ impl Drop for KnobLock {
 /// Restore a journal left by a schedlab that is gone. None if there is no journal;
 /// an error if its owner is still running (it will restore itself).
 pub fn restore_stale(path: &Path) -> Result<Option<(u32, Vec<Restored>)>> {
-    if !path.exists() {
+    restore_stale_with(path, &[])
+}
+
+fn restore_stale_with(path: &Path, extra: &[PathBuf]) -> Result<Option<(u32, Vec<Restored>)>> {
+    if path.symlink_metadata().is_err() {
         return Ok(None);
     }
     let (pid, entries) = read(path)?;
@@ -268,12 +427,37 @@ pub fn restore_stale(path: &Path) -> Result<Option<(u32, Vec<Restored>)>> {
         );
     }
     let _lock = KnobLock::acquire()?;
-    let restored = undo_all(&entries);
-    if restored.iter().all(|r| r.result.is_ok()) {
+    let restored = undo_all_with(&entries, extra);
+    if restored.iter().all(Restored::settled) {
         std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
         fsync_dir(path);
     }
     Ok(Some((pid, restored)))
+}
+
+/// Remove a journal without undoing it (`schedlab restore --discard`): for a journal
+/// that cannot be restored or read. Returns what it held, as far as it can be read.
+pub fn discard(path: &Path) -> Result<Option<Vec<String>>> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("examining {}", path.display())),
+    };
+    let held = match read(path) {
+        Ok((pid, entries)) => {
+            if owner_alive(pid) {
+                bail!("schedlab pid {pid} is running and owns {}; it restores its knobs when it exits", path.display());
+            }
+            entries.iter().map(Entry::describe).collect()
+        }
+        Err(e) => vec![format!("{e:#}")],
+    };
+    if !meta.file_type().is_symlink() && !meta.is_file() {
+        bail!("{} is not a file", path.display());
+    }
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    fsync_dir(path);
+    Ok(Some(held))
 }
 
 /// This process's journal. Created on the first record, removed by a full restore.
@@ -284,6 +468,8 @@ pub struct Journal {
     lock: Option<KnobLock>,
     entries: Vec<Entry>,
     recorded: BTreeSet<String>,
+    /// Directories whose files the tests let a journal restore besides the real knobs.
+    allow_extra: Vec<PathBuf>,
 }
 
 impl Journal {
@@ -294,7 +480,15 @@ impl Journal {
             lock: None,
             entries: Vec::new(),
             recorded: BTreeSet::new(),
+            allow_extra: Vec::new(),
         }
+    }
+
+    /// Let this journal restore files below `dir` too (unit tests on scratch files).
+    #[cfg(test)]
+    pub fn allow_under(mut self, dir: &Path) -> Journal {
+        self.allow_extra.push(dir.to_path_buf());
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -314,7 +508,7 @@ impl Journal {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
-            if self.path.exists() {
+            if self.path.symlink_metadata().is_ok() {
                 let (pid, _) = read(&self.path)?;
                 if owner_alive(pid) {
                     bail!(
@@ -327,11 +521,7 @@ impl Journal {
                     self.path.display()
                 );
             }
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&self.path)
+            let mut f = crate::state::create_new(&self.path)
                 .with_context(|| format!("creating the journal {}", self.path.display()))?;
             let header = Header {
                 schedlab_journal: 1,
@@ -383,9 +573,13 @@ impl Journal {
         Ok(())
     }
 
-    pub fn record_mount(&mut self, target: &Path) -> Result<()> {
+    /// Record a mount schedlab has just made (after it succeeded: a failed mount leaves
+    /// nothing to undo), naming it by its mount id so only it is ever unmounted.
+    pub fn record_mount(&mut self, target: &Path, fstype: &str) -> Result<()> {
         self.append(Entry::Mount {
             target: target.to_path_buf(),
+            fstype: fstype.to_string(),
+            mnt_id: super::sys::mount_id(target),
         })
     }
 
@@ -408,8 +602,8 @@ impl Journal {
             self.lock = None;
             return Vec::new();
         }
-        let restored = undo_all(&self.entries);
-        if restored.iter().all(|r| r.result.is_ok()) {
+        let restored = undo_all_with(&self.entries, &self.allow_extra);
+        if restored.iter().all(Restored::settled) {
             let _ = std::fs::remove_file(&self.path);
             fsync_dir(&self.path);
             self.entries.clear();
@@ -437,7 +631,7 @@ pub fn restore_own(path: &Path) -> Vec<Restored> {
     match read(path) {
         Ok((pid, entries)) if pid == std::process::id() => {
             let restored = undo_all(&entries);
-            if restored.iter().all(|r| r.result.is_ok()) {
+            if restored.iter().all(Restored::settled) {
                 let _ = std::fs::remove_file(path);
             }
             restored
@@ -451,26 +645,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_once_restores_in_reverse_and_removes_itself() {
+    fn records_once_restores_newest_first_and_removes_itself() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let knob = dir.path().join("knob");
-        std::fs::write(&knob, "950000\n").expect("write");
+        // Two knobs whose restore order matters: "b" must go back before "a" (as the
+        // RT sysctl goes back before the root cgroup's value when they were lowered).
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::fs::write(&a, "950000\n").expect("write");
+        std::fs::write(&b, "1000000\n").expect("write");
         let jpath = dir.path().join("j").join("journal.jsonl");
-        let mut j = Journal::new(jpath.clone());
-        j.record_file(&knob).expect("record");
-        std::fs::write(&knob, "600000").expect("change");
-        j.record_file(&knob).expect("second record is a no-op");
-        std::fs::write(&knob, "200000").expect("change again");
-        assert_eq!(j.entries().len(), 1);
-        let text = std::fs::read_to_string(&jpath).expect("journal on disk");
-        assert!(text.contains("950000"), "{text}");
-        let restored = j.restore();
-        assert_eq!(restored.len(), 1);
-        assert!(restored[0].result.is_ok());
+        let mut j = Journal::new(jpath.clone()).allow_under(dir.path());
+        j.record_file(&a).expect("record");
+        std::fs::write(&a, "600000").expect("change");
+        j.record_file(&a).expect("second record is a no-op");
+        std::fs::write(&a, "200000").expect("change again");
+        j.record_file(&b).expect("record b");
+        std::fs::write(&b, "500000").expect("change b");
         assert_eq!(
-            std::fs::read_to_string(&knob).expect("read").trim(),
-            "950000"
+            j.entries().len(),
+            2,
+            "one entry per knob, the first old value"
         );
+        let text = std::fs::read_to_string(&jpath).expect("journal on disk");
+        assert!(
+            text.contains("950000") && !text.contains("600000"),
+            "{text}"
+        );
+        // The Restored list is in the order the undos ran.
+        let restored = j.restore();
+        let names: Vec<String> = restored.iter().map(|r| r.entry.describe()).collect();
+        assert_eq!(names.len(), 2);
+        assert!(names[0].contains("/b ="), "newest first: {names:?}");
+        assert!(names[1].contains("/a ="), "{names:?}");
+        assert!(restored.iter().all(|r| r.result.is_ok()));
+        assert_eq!(std::fs::read_to_string(&a).expect("read").trim(), "950000");
+        assert_eq!(std::fs::read_to_string(&b).expect("read").trim(), "1000000");
         assert!(!jpath.exists(), "journal removed after a full restore");
     }
 
@@ -493,7 +702,7 @@ mod tests {
         let mut j = Journal::new(jpath.clone());
         let err = j.record_file(&knob).unwrap_err().to_string();
         assert!(err.contains("schedlab restore"), "{err}");
-        let (pid, restored) = restore_stale(&jpath)
+        let (pid, restored) = restore_stale_with(&jpath, &[dir.path().to_path_buf()])
             .expect("restores")
             .expect("there was one");
         assert_eq!(pid, 1);
@@ -504,14 +713,88 @@ mod tests {
     }
 
     #[test]
+    fn a_planted_journal_restores_nothing_but_the_knobs_schedlab_writes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("x");
+        std::fs::write(&victim, "precious").expect("write");
+        let jpath = dir.path().join("journal.jsonl");
+        let planted = [
+            Entry::File {
+                path: victim.clone(),
+                old: "anything".into(),
+            },
+            Entry::File {
+                path: "/proc/sys/kernel/../../../etc/passwd".into(),
+                old: "x".into(),
+            },
+            Entry::Dir {
+                path: dir.path().to_path_buf(),
+            },
+            Entry::Mount {
+                target: "/home".into(),
+                fstype: "debugfs".into(),
+                mnt_id: None,
+            },
+        ];
+        let mut text = "{\"schedlab_journal\":1,\"pid\":1}\n".to_string();
+        for e in &planted {
+            text.push_str(&serde_json::to_string(e).expect("json"));
+            text.push('\n');
+        }
+        std::fs::write(&jpath, text).expect("write");
+        let (_, restored) = restore_stale(&jpath).expect("reads").expect("one");
+        assert_eq!(restored.len(), 4);
+        for r in &restored {
+            assert!(r.refused, "{r}");
+            assert!(r.to_string().starts_with("refused to restore"), "{r}");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        assert!(dir.path().exists());
+        assert!(!jpath.exists(), "nothing left to try: the journal goes");
+    }
+
+    #[test]
+    fn knobs_schedlab_writes_are_allowed_and_nothing_near_them() {
+        let ok = |p: &str| {
+            allowed(
+                &Entry::File {
+                    path: p.into(),
+                    old: String::new(),
+                },
+                &[],
+            )
+        };
+        assert!(ok("/proc/sys/kernel/sched_rt_runtime_us").is_ok());
+        assert!(ok("/proc/sys/kernel/sched_autogroup_enabled").is_ok());
+        assert!(ok("/sys/kernel/debug/sched/features").is_ok());
+        assert!(ok("/proc/sys/kernel/core_pattern").is_err());
+        assert!(ok("/sys/kernel/debug/tracing/trace").is_err());
+        assert!(ok("relative/path").is_err());
+    }
+
+    #[test]
     fn dirs_are_removed_on_restore() {
         let dir = tempfile::tempdir().expect("tempdir");
         let made = dir.path().join("made");
         std::fs::create_dir(&made).expect("mkdir");
-        let mut j = Journal::new(dir.path().join("journal.jsonl"));
+        let mut j = Journal::new(dir.path().join("journal.jsonl")).allow_under(dir.path());
         j.record_dir(&made).expect("record");
         let restored = j.restore();
         assert!(restored[0].result.is_ok(), "{:?}", restored);
         assert!(!made.exists());
+    }
+
+    #[test]
+    fn an_unreadable_journal_says_what_it_holds_and_can_be_discarded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let jpath = dir.path().join("journal.jsonl");
+        std::fs::write(&jpath, "").expect("empty journal");
+        let err = restore_stale(&jpath).unwrap_err().to_string();
+        assert!(err.contains("is not a schedlab journal"), "{err}");
+        assert!(err.contains("restore --discard"), "{err}");
+        let held = discard(&jpath).expect("discards").expect("there was one");
+        assert_eq!(held.len(), 1);
+        assert!(!jpath.exists());
+        assert_eq!(discard(&jpath).expect("nothing"), None);
     }
 }

@@ -14,6 +14,7 @@ use super::journal::Journal;
 
 const SYSCTL: &str = "/proc/sys/kernel";
 pub const DEBUGFS: &str = "/sys/kernel/debug";
+pub const TRACEFS: &str = "/sys/kernel/tracing";
 const CGROUP_V1_CPU: &str = "/sys/fs/cgroup/cpu";
 
 /// Write a value to a knob file in one write(2), as the kernel's handlers expect.
@@ -144,14 +145,50 @@ fn lockdown_reason() -> String {
     }
 }
 
-/// Mount debugfs (journaled, so it is unmounted again at exit).
+/// The id of the mount at `target`, if something is mounted exactly there: the 64-bit
+/// id that is never reused (Linux 6.8+), else the classic one. None if `target` is not
+/// a mount point.
+pub fn mount_id(target: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(target.as_os_str().as_bytes()).ok()?;
+    let stat = |mask: u32| -> Option<libc::statx> {
+        // SAFETY: statx writes one struct statx; zeroed is a valid initial value.
+        let mut buf: libc::statx = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::statx(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                mask | libc::STATX_BASIC_STATS,
+                &mut buf,
+            )
+        };
+        (rc == 0).then_some(buf)
+    };
+    let here = stat(libc::STATX_MNT_ID_UNIQUE).or_else(|| stat(libc::STATX_MNT_ID))?;
+    // A mount point is the root of its mount: its parent lies in another mount.
+    let parent = target.parent()?;
+    let pc = std::ffi::CString::new(parent.as_os_str().as_bytes()).ok()?;
+    // SAFETY: as above.
+    let mut up: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            pc.as_ptr(),
+            0,
+            here.stx_mask & (libc::STATX_MNT_ID_UNIQUE | libc::STATX_MNT_ID),
+            &mut up,
+        )
+    };
+    (rc == 0 && up.stx_mnt_id != here.stx_mnt_id).then_some(here.stx_mnt_id)
+}
+
+/// Mount debugfs for this run; journaled once it is mounted (a mount that failed leaves
+/// nothing to undo), so it is unmounted again at exit.
 pub fn mount_debugfs(journal: &mut Journal) -> Result<bool, String> {
     if debugfs_mounted() {
         return Ok(false);
     }
-    journal
-        .record_mount(Path::new(DEBUGFS))
-        .map_err(|e| format!("journal: {e:#}"))?;
     nix::mount::mount(
         Some("none"),
         DEBUGFS,
@@ -165,6 +202,11 @@ pub fn mount_debugfs(journal: &mut Journal) -> Result<bool, String> {
             explain(e, WriteKind::File)
         )
     })?;
+    if let Err(e) = journal.record_mount(Path::new(DEBUGFS), "debugfs") {
+        // Unjournaled, it would outlive a crash: undo it now.
+        let _ = nix::mount::umount(DEBUGFS);
+        return Err(format!("journal: {e:#}; debugfs unmounted again"));
+    }
     Ok(true)
 }
 

@@ -395,16 +395,24 @@ pub fn apply(task: &str, tid: i32, s: &SchedSettings) -> Vec<TaskKnobError> {
         p => format!("setting policy {p} nice {}", s.nice),
     };
     if let Err(e) = set_policy(tid, s) {
-        errors.push(fail(what, e, kind));
-        // The policy write also carries nice for fair tasks; still try nice on its own.
-        if s.policy.is_fair() {
-            if let Err(e) = set_nice(tid, s.nice) {
-                errors.push(fail(
-                    format!("setting nice {}", s.nice),
-                    e,
-                    WriteKind::Nice { lowering: true },
-                ));
+        // The policy write carries nice for fair tasks, so either part may be what the
+        // kernel refused: try the policy with the nice the task has, then nice alone,
+        // and report each refused part once.
+        let current_nice = read_back(tid).map(|r| r.nice).ok();
+        let policy_alone = current_nice
+            .filter(|_| s.policy.is_fair())
+            .map(|nice| set_policy(tid, &SchedSettings { nice, ..s.clone() }));
+        match policy_alone {
+            Some(Ok(())) => {
+                if let Err(e) = set_nice(tid, s.nice) {
+                    errors.push(fail(
+                        format!("setting nice {}", s.nice),
+                        e,
+                        WriteKind::Nice { lowering: true },
+                    ));
+                }
             }
+            _ => errors.push(fail(what, e, kind)),
         }
     } else if !s.policy.is_fair() {
         // sched_setattr ignores nice for non-fair policies; the kernel keeps it for later.

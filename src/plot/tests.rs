@@ -5,7 +5,7 @@ use super::run::EVENT_OK;
 use super::style::{color, label_rows, si_tick, trim_number, Marker, TAB10};
 use super::sweep::sweep_axis;
 use super::*;
-use crate::compare::{ratios, stats, MetricStats};
+use crate::compare::{outliers, ratios, stats, MetricStats};
 use crate::report::{EventReport, Headline, Metrics, RunSeries, SeriesPoint, TaskReport};
 use crate::sweep::SweepRow;
 
@@ -137,6 +137,7 @@ fn run_report(n: usize, unit: &str) -> RunReport {
             stages: Vec::new(),
             cpu: Vec::new(),
             cpu_idle_share: 0.0,
+            foreign_cpu: None,
             headline: Headline {
                 kind: "throughput".into(),
                 task: group.into(),
@@ -167,6 +168,9 @@ fn run_report(n: usize, unit: &str) -> RunReport {
             },
         ],
         interrupted: false,
+        refused: Vec::new(),
+        partial: false,
+        foreign_load: false,
         observer: Default::default(),
         series: RunSeries {
             tasks: names,
@@ -202,6 +206,9 @@ fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
                     text: String::new(),
                 },
                 warnings: Vec::new(),
+                partial: false,
+                foreign_cpu: None,
+                foreign_load: false,
             })
             .collect(),
         interrupted: false,
@@ -217,6 +224,7 @@ fn compare_report(tasks: usize) -> CompareReport {
             a: stats(&a),
             b: stats(&b),
             ratio_median: stats(&r).median,
+            outlier_rounds: outliers(&r),
             ratios: r,
         }
     };
@@ -260,6 +268,8 @@ fn compare_report(tasks: usize) -> CompareReport {
         duration_s: 3.0,
         metrics,
         warnings: Vec::new(),
+        partial_runs: 0,
+        foreign_load_runs: 0,
         interrupted: false,
     }
 }

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::cpuset::CpuSet;
+use crate::workload::contain::Usage;
 use crate::workload::histogram::Histogram;
 use crate::workload::shm::{monotonic_ns, Shm};
 use files::{pread_all, SystemFiles, TaskFiles};
@@ -109,6 +110,14 @@ impl Clone for TaskSample {
 pub struct SystemSample {
     pub total: CpuTimes,
     pub cpus: Vec<CpuTimes>,
+    /// CPU time schedlab's own threads had used when /proc/stat was read, in ns: the
+    /// observer's share of the busy time, which is neither the experiment nor foreign.
+    #[serde(default)]
+    pub observer_ns: u64,
+    /// CPU time of the workload's cgroup (every task and all they forked), ns, when the
+    /// workload has one.
+    #[serde(default)]
+    pub experiment_ns: Option<u64>,
 }
 
 /// /proc/stat is read at most this often. Generating it costs as much as a task's sched
@@ -175,6 +184,8 @@ pub struct Reader {
     refresh_status: bool,
     /// When /proc/stat was last read (CLOCK_MONOTONIC ns).
     system_read_ns: Option<u64>,
+    /// The workload cgroup's CPU time, read with /proc/stat.
+    usage: Option<Usage>,
 }
 
 impl Reader {
@@ -187,6 +198,7 @@ impl Reader {
             rounds: 0,
             refresh_status: true,
             system_read_ns: None,
+            usage: None,
         };
         r.set_targets(targets);
         r
@@ -205,6 +217,12 @@ impl Reader {
             })
             .collect();
         self.refresh_status = true;
+    }
+
+    /// Read the workload cgroup's CPU time with every /proc/stat read.
+    pub fn with_usage(mut self, usage: Option<Usage>) -> Reader {
+        self.usage = usage;
+        self
     }
 
     pub fn refresh_status(&mut self) {
@@ -245,6 +263,8 @@ impl Reader {
         if let (true, Some(f)) = (due, &self.system.stat) {
             if let Ok(text) = pread_all(f, &mut self.buf) {
                 parse::parse_proc_stat(text, &mut sys.total, &mut sys.cpus);
+                sys.observer_ns = crate::system::own_cpu_ns();
+                sys.experiment_ns = self.usage.as_ref().and_then(Usage::read_ns);
                 self.system_read_ns = Some(batch.t_ns);
             }
         }
@@ -351,6 +371,7 @@ impl Sampler {
     pub fn spawn(
         targets: Vec<Target>,
         shm: Option<Arc<Shm>>,
+        usage: Option<Usage>,
         interval: Duration,
     ) -> std::io::Result<Sampler> {
         let (cmd_tx, cmd_rx) = mpsc::channel();
@@ -360,7 +381,7 @@ impl Sampler {
             .name("schedlab-sampler".into())
             .spawn(move || {
                 sampler_loop(
-                    Reader::new(targets, shm),
+                    Reader::new(targets, shm).with_usage(usage),
                     interval,
                     cmd_rx,
                     batch_tx,

@@ -62,8 +62,13 @@ fn start(
         Session::start(preset.clone(), &[], exe, sys).map_err(|e| format!("{e:#}"))?;
     let targets = session.sampler_targets();
     session.open_gate();
-    let sampler = Sampler::spawn(targets, Some(session.workload.shm()), interval)
-        .map_err(|e| format!("starting the sampler: {e}"))?;
+    let sampler = Sampler::spawn(
+        targets,
+        Some(session.workload.shm()),
+        session.workload.usage().cloned(),
+        interval,
+    )
+    .map_err(|e| format!("starting the sampler: {e}"))?;
     let started = session.started_info(warnings);
     Ok((Running { session, sampler }, started))
 }

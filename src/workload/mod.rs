@@ -1,6 +1,7 @@
 //! Running a preset's tasks as real processes and threads: spawning, the start gate,
 //! shared-memory progress, and making sure no worker outlives schedlab.
 
+pub mod contain;
 pub mod histogram;
 pub mod kinds;
 pub mod make;
@@ -8,4 +9,4 @@ pub mod shm;
 pub mod spawn;
 pub mod workers;
 
-pub use spawn::{RunningTask, Workload};
+pub use spawn::{CannotRun, RunningTask, Workload};

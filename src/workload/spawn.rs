@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use command_fds::{CommandFdExt, FdMapping};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
+use super::contain::Container;
 use super::kinds::WorkerKind;
 use super::make::makefile;
 use super::shm::{state, Shm};
@@ -46,12 +47,51 @@ struct Proc {
     status: Option<ExitStatus>,
 }
 
-/// The running workload. Dropping it kills every task.
+/// The running workload. Dropping it kills every task and everything they forked.
 pub struct Workload {
     shm: Arc<Shm>,
-    dir: tempfile::TempDir,
     procs: Vec<Proc>,
     pub tasks: Vec<RunningTask>,
+    /// Holds every process of the workload (declared before `dir`: it is emptied and
+    /// unregistered before the run directory goes).
+    container: Container,
+    dir: tempfile::TempDir,
+}
+
+/// A task's command cannot be run: named before anything starts.
+#[derive(Debug, thiserror::Error)]
+#[error("task \"{task}\": cannot run \"{program}\": {why}")]
+pub struct CannotRun {
+    pub task: String,
+    pub program: String,
+    pub why: String,
+}
+
+/// Find `program` as execvp would (a path, or a name searched in PATH) and check that
+/// it is an executable file.
+fn check_runnable(task: &str, program: &str) -> Result<(), CannotRun> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |why: &str| CannotRun {
+        task: task.to_string(),
+        program: program.to_string(),
+        why: why.to_string(),
+    };
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return match std::fs::metadata(program) {
+            Err(_) => Err(fail("no such file")),
+            Ok(_) if !executable(Path::new(program)) => Err(fail("not an executable file")),
+            Ok(_) => Ok(()),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    if std::env::split_paths(&path).any(|d| executable(&d.join(program))) {
+        Ok(())
+    } else {
+        Err(fail("not found in PATH"))
+    }
 }
 
 /// /dev/shm when usable (no disk writeback of the counters), else the temp dir.
@@ -68,28 +108,6 @@ fn run_dir() -> Result<tempfile::TempDir> {
         .tempdir_in(&base)
         .or_else(|_| tempfile::Builder::new().prefix(&prefix).tempdir())
         .context("creating the run directory")
-}
-
-/// Remove run directories of schedlab processes that no longer exist (after a SIGKILL).
-pub fn remove_stale_run_dirs() {
-    for base in [PathBuf::from("/dev/shm"), std::env::temp_dir()] {
-        let Ok(entries) = std::fs::read_dir(&base) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Some(pid) = name
-                .strip_prefix("schedlab-")
-                .and_then(|r| r.split('-').next())
-                .and_then(|p| p.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
 }
 
 /// The tasks `i` takes turns with: the other tasks of its group, for workers that
@@ -110,10 +128,22 @@ impl Workload {
     /// subcommands). Call from a thread that lives as long as the workload: the kernel's
     /// parent-death signal follows the spawning thread, not the process.
     pub fn start(specs: &[TaskSpec], exe: &Path) -> Result<Workload> {
+        for s in specs {
+            if let Program::Command(argv) = &s.program {
+                if let Some(program) = argv.first() {
+                    check_runnable(&s.name, program)?;
+                }
+            }
+        }
         let dir = run_dir()?;
         let shm_path = dir.path().join("shm");
         let shm = Arc::new(Shm::create(&shm_path, specs.len())?);
         let log = File::create(dir.path().join("stderr.log")).context("creating the worker log")?;
+        let container = Container::create();
+        // Registered before the first fork, so a SIGKILL mid-start still finds the
+        // run directory (and the cgroup); the process groups are added once known.
+        container.register(dir.path(), &[]);
+        let join_fd = container.join_fd();
 
         let mut pipes: BTreeMap<&str, (Option<OwnedFd>, Option<OwnedFd>)> = BTreeMap::new();
         for s in specs {
@@ -141,9 +171,10 @@ impl Workload {
 
         let mut workload = Workload {
             shm: Arc::clone(&shm),
-            dir,
             procs: Vec::new(),
             tasks: Vec::new(),
+            container,
+            dir,
         };
         for members in groups {
             let first = &specs[members[0]];
@@ -228,10 +259,19 @@ impl Workload {
             cmd.stdout(Stdio::null());
             cmd.stderr(log.try_clone().map_or_else(|_| Stdio::null(), Stdio::from));
             let parent = std::process::id() as i32;
-            // SAFETY: only async-signal-safe calls (setpgid, prctl, getppid, _exit) run
-            // between fork and exec.
+            // SAFETY: only async-signal-safe calls (pwrite, setpgid, prctl, getppid, _exit)
+            // run between fork and exec.
             unsafe {
                 cmd.pre_exec(move || {
+                    // Into the workload's cgroup before anything else: from here on all
+                    // it forks is found there, even after schedlab is gone.
+                    // pwrite at 0: the descriptor (and its offset) is shared by every
+                    // child, and cgroupfs ignores a write past the start.
+                    if let Some(fd) = join_fd {
+                        if libc::pwrite(fd, b"0".as_ptr().cast(), 1, 0) != 1 {
+                            libc::_exit(125);
+                        }
+                    }
                     libc::setpgid(0, 0);
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                     if libc::getppid() != parent {
@@ -252,6 +292,8 @@ impl Workload {
             // when their writer exits.
         }
         drop(pipes);
+        let groups: Vec<i32> = workload.procs.iter().map(|p| p.child.id() as i32).collect();
+        workload.container.register(workload.dir.path(), &groups);
         workload.wait_ready(specs)?;
         Ok(workload)
     }
@@ -352,11 +394,75 @@ impl Workload {
             .and_then(|p| p.status)
     }
 
-    /// Kill every task (its whole process group: make's jobs too) and reap it.
+    /// The workload's CPU time with everything its tasks forked (make's jobs, a
+    /// command's children), when it runs in a cgroup.
+    pub fn usage(&self) -> Option<&super::contain::Usage> {
+        self.container.usage()
+    }
+
+    /// Why the workload is not in a cgroup of its own, if it is not.
+    pub fn why_uncontained(&self) -> Option<&str> {
+        self.container.why_uncontained.as_deref()
+    }
+
+    /// Whether a task can start processes schedlab does not see as tasks (a command or
+    /// make, whose children are not sampled).
+    pub fn forks(&self) -> bool {
+        self.tasks
+            .iter()
+            .any(|t| t.kind.is_none() || t.kind == Some(WorkerKind::Make))
+    }
+
+    /// Kill every task and everything it forked, all at once, then reap them: signal
+    /// all first, so none waits for a CPU behind the others' spinning.
     pub fn stop(&mut self) {
-        // A task must run to die. One starved by another RT spinner on its CPU (a second
-        // schedlab, or anyone's FIFO load) would hold up the exit for as long as that
-        // spinner runs: first let it run anywhere, as an ordinary task.
+        let live: Vec<usize> = (0..self.procs.len())
+            .filter(|&i| self.procs[i].status.is_none())
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        self.container.kill_all();
+        for &i in &live {
+            let pid = Pid::from_raw(self.procs[i].child.id() as i32);
+            let _ = killpg(pid, Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+        // A task must run to die. One starved by an RT spinner that is not ours (a
+        // second schedlab, anyone's FIFO load) would hold up the exit for as long as that
+        // spinner runs: after a moment, let the stragglers run anywhere, as ordinary tasks.
+        let start = Instant::now();
+        let mut demoted = false;
+        loop {
+            let mut waiting = false;
+            for &i in &live {
+                let p = &mut self.procs[i];
+                if p.status.is_none() {
+                    p.status = p.child.try_wait().ok().flatten();
+                    waiting |= p.status.is_none();
+                }
+            }
+            if !waiting {
+                break;
+            }
+            if !demoted && start.elapsed() > Duration::from_millis(50) {
+                demoted = true;
+                self.demote_stragglers();
+            }
+            if start.elapsed() > Duration::from_secs(5) {
+                for &i in &live {
+                    let p = &mut self.procs[i];
+                    if p.status.is_none() {
+                        p.status = p.child.wait().ok();
+                    }
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn demote_stragglers(&self) {
         let online = crate::system::online_cpus();
         for t in &self.tasks {
             if self
@@ -369,13 +475,6 @@ impl Workload {
                     t.tid,
                     &crate::knob::task::SchedSettings::default(),
                 );
-            }
-        }
-        for p in &mut self.procs {
-            if p.status.is_none() {
-                let _ = killpg(Pid::from_raw(p.child.id() as i32), Signal::SIGKILL);
-                let _ = p.child.kill();
-                p.status = p.child.wait().ok();
             }
         }
     }
