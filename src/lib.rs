@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod cpuset;
 pub mod ideal;
+pub mod input;
 pub mod knob;
 pub mod plot;
 pub mod preset;

@@ -500,6 +500,11 @@ fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prep
         overrides.push(format!("--set {s}"));
     }
     let (task_sets, system_sets) = split(&settings).map_err(usage)?;
+    sys::precheck(
+        system_sets.iter().map(|(k, s)| (k, s.value.as_str())),
+        &sys::Probe::detect(),
+    )
+    .map_err(usage)?;
     p.apply_all(&task_sets).map_err(usage)?;
     p.tasks(&schedlab::system::online_cpus()).map_err(usage)?;
 
@@ -555,9 +560,15 @@ fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
 
 /// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
 /// fails before anything starts.
-fn check_later(preset: &Preset, s: &Setting) -> Result<()> {
-    schedlab::session::route(s).map_err(usage)?;
-    if s.target != "sys" {
+fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
+    if let schedlab::session::Route::Sys(knob) = schedlab::session::route(s).map_err(usage)? {
+        let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
+        sys::precheck(
+            start.chain([(&knob, s.value.as_str())]),
+            &sys::Probe::detect(),
+        )
+        .map_err(usage)?;
+    } else {
         preset
             .clone()
             .apply_all(std::slice::from_ref(s))
@@ -578,7 +589,7 @@ fn cmd_run(args: RunArgs) -> Result<()> {
         mut system,
     } = prepare(&args.preset, &args.duration, &args.headless)?;
     for (_, s) in &at {
-        check_later(&preset, s)?;
+        check_later(&preset, &opts, s)?;
     }
     opts.at = at;
     opts.csv = args.csv.clone();
@@ -625,7 +636,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
     } = prepare(&args.preset, &args.duration, &args.headless)?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
-        check_later(&preset, &s)?;
+        check_later(&preset, &opts, &s)?;
     }
     let result = schedlab::sweep::sweep(&preset, &knob, &values, &opts, &mut system);
     let restored = finish(system);

@@ -985,7 +985,7 @@ pub fn user_dir() -> Option<PathBuf> {
 }
 
 fn load_file(path: &Path) -> Result<Preset> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_bounded(path, crate::input::MAX_CONFIG_BYTES, "the preset file")
         .with_context(|| format!("cannot read preset file {}", path.display()))?;
     Preset::parse(&text, &path.display().to_string())
 }

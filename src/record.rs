@@ -87,8 +87,18 @@ pub struct FileRecorder {
 
 impl FileRecorder {
     pub fn create(path: &Path) -> Result<FileRecorder> {
-        let file =
-            File::create(path).with_context(|| format!("creating recording {}", path.display()))?;
+        // Exclusive, and never through a symlink: a file planted where a recording will go
+        // (the workbench names them by the time) is not overwritten.
+        let file = crate::state::create_new(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ELOOP) {
+                anyhow::anyhow!(
+                    "recording {} already exists (schedlab never writes over a file or through a symlink there): choose another name",
+                    path.display()
+                )
+            } else {
+                anyhow::anyhow!("creating recording {}: {e}", path.display())
+            }
+        })?;
         let mut out = BufWriter::new(file);
         let header = Header {
             schedlab_recording: VERSION,
@@ -167,6 +177,14 @@ impl Drop for FileRecorder {
 /// last line (a recording cut short) is ignored.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
     let file = File::open(path).with_context(|| format!("opening recording {}", path.display()))?;
+    let len = file.metadata()?.len();
+    if len > crate::input::MAX_RECORDING_BYTES {
+        bail!(
+            "{} is {len} bytes; replay reads recordings of at most {} bytes",
+            path.display(),
+            crate::input::MAX_RECORDING_BYTES
+        );
+    }
     let mut lines = BufReader::new(file).lines();
     let first = lines.next().transpose()?.unwrap_or_default();
     let header: Header = serde_json::from_str(&first).map_err(|_| {

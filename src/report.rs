@@ -144,6 +144,11 @@ pub struct Observer {
     pub per_task_sample_us: f64,
     /// Of that, the sampler's reading and parsing alone (its rounds' wall time).
     pub sampler_per_task_sample_us: f64,
+    /// Seconds from the command to the open start gate: spawning every task, waiting
+    /// for each to publish itself, applying its settings.
+    pub start_s: f64,
+    /// Seconds to kill every task and reap it at the end.
+    pub stop_s: f64,
 }
 
 /// One task's rates at one sample.

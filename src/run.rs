@@ -81,6 +81,10 @@ impl RunOptions {
 /// Run `preset` (task overrides already applied) and report what happened. System
 /// knobs go through `sys`, whose journal restores them when the caller is done.
 pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<RunReport> {
+    // The instrument must not be starved by what it measures (see Elevation::Fair).
+    crate::system::request_elevation(crate::system::Elevation::Fair);
+    crate::system::elevate_if_requested(true);
+    let begun = Instant::now();
     let (mut session, warnings) =
         Session::start(preset.clone(), &opts.system_sets, &opts.exe, sys)?;
     let targets = session.sampler_targets();
@@ -120,6 +124,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     };
 
     session.open_gate();
+    let start_s = begun.elapsed().as_secs_f64();
     // Fault injection for the tests of the panic path (tests/knobs.rs).
     if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
         panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
@@ -139,7 +144,9 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     let mut reap_now = false;
     let mut last_reap = Instant::now();
     let mut interrupted = false;
-    let mut final_requested = false;
+    // When the last round was asked for: batches queued before it (the loop may have
+    // been busy with a slow knob write) are taken in, and the run ends on one read after.
+    let mut final_requested: Option<u64> = None;
     loop {
         // Sleep until the next batch or the next thing due (an --at change, the end, a
         // reap), so the loop wakes once per batch, not on a timer of its own as well.
@@ -187,12 +194,13 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
                     });
                 }
             }
+            let read_at = batch.t_ns;
             sampler.recycle(batch);
-            if final_requested {
+            if final_requested.is_some_and(|asked| read_at >= asked) {
                 break;
             }
         }
-        if final_requested {
+        if final_requested.is_some() {
             continue;
         }
         let elapsed = run_elapsed(&store, started);
@@ -235,13 +243,15 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         if interrupted || elapsed >= opts.duration || all_exited {
             // One more round so the run ends on a fresh sample.
             sampler.send(Command::SampleNow);
-            final_requested = true;
+            final_requested = Some(crate::workload::shm::monotonic_ns());
         }
     }
     // Before the sampler thread ends: its CPU time goes with it.
     let cpu_ns = crate::system::own_cpu_ns().saturating_sub(cpu_at_start);
     drop(sampler);
+    let stopping = Instant::now();
     session.workload.stop();
+    let stop_s = stopping.elapsed().as_secs_f64();
     if let Some(w) = csv.as_mut() {
         w.flush()?;
     }
@@ -279,6 +289,8 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         samples: rounds,
         per_task_sample_us: cpu_ns as f64 / 1e3 / task_samples,
         sampler_per_task_sample_us: sampler_ns as f64 / 1e3 / task_samples,
+        start_s,
+        stop_s,
     };
     Ok(report)
 }

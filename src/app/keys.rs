@@ -315,7 +315,8 @@ impl KeyMap {
         match path {
             Some(p) if p.exists() => {
                 let text =
-                    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    crate::input::read_bounded(p, crate::input::MAX_CONFIG_BYTES, "the file")
+                        .map_err(|e| format!("{}: {e}", p.display()))?;
                 KeyMap::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
             }
             _ => Ok(KeyMap::default()),

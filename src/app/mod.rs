@@ -5,7 +5,7 @@
 pub mod keys;
 mod modal;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crossterm::event::KeyEvent;
@@ -129,6 +129,32 @@ impl Live {
     /// Seconds from the first sample to the latest.
     pub fn now_s(&self) -> f64 {
         self.store.elapsed_s()
+    }
+
+    /// CPU that other programs took on the experiment's CPUs in the latest interval,
+    /// when it is above the limit a result is flagged at.
+    pub fn foreign_load(&self) -> Option<f64> {
+        self.store
+            .foreign
+            .back()
+            .map(|(_, f)| *f)
+            .filter(|&f| f > crate::report::FOREIGN_LIMIT_CPU)
+    }
+
+    /// How many CPUs the run's real-time tasks kept (nearly) to themselves in the latest
+    /// interval. When that is every CPU, fair-class programs - the terminal showing this
+    /// screen among them - get only what RT throttling leaves.
+    pub fn cpus_held_by_rt(&self) -> usize {
+        let mut held: BTreeMap<u32, f64> = BTreeMap::new();
+        for (series, sample) in self.store.tasks.iter().zip(&self.last) {
+            let rt = matches!(sample.policy(), Some(1 | 2));
+            if let (true, Some(p)) = (rt, series.points.back()) {
+                if let Some(cpu) = p.cpu {
+                    *held.entry(cpu).or_default() += p.cpu_share;
+                }
+            }
+        }
+        held.values().filter(|&&share| share >= 0.9).count()
     }
 
     fn ingest(&mut self, batch: &Batch) {

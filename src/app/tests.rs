@@ -448,3 +448,25 @@ fn latency_presets_get_per_interval_percentiles() {
     let (_, p50, p99) = app.live.latency[2];
     assert!(p50 >= 1000.0 && p99 >= p50, "{p50} {p99}");
 }
+
+#[test]
+fn the_header_flags_foreign_load_and_rt_tasks_holding_every_cpu() {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.update(Action::Started(Box::new(started())));
+    for t in 0..3 {
+        app.update(Action::Batch(Box::new(batch(t))));
+    }
+    // fifo holds 0.9 of CPU 0; CPU 1 is free: one CPU held, the terminal has the other.
+    assert_eq!(app.live.cpus_held_by_rt(), 1);
+    // The batches' CPU 0 is 98 % busy, the tasks use 100 % of it... and CPU 1 is 5 %
+    // busy with nobody of ours on it, but only CPU 0 is the experiment's: no flag.
+    assert_eq!(app.live.foreign_load(), None);
+    // Another program takes CPU 0's fair share: busy stays, the tasks lose 0.5 CPU.
+    let mut b = batch(3);
+    if let Some(ss) = b.tasks[0].schedstat.as_mut() {
+        ss.run_ns -= 500_000_000;
+    }
+    app.update(Action::Batch(Box::new(b)));
+    let f = app.live.foreign_load().expect("flagged");
+    assert!((f - 0.5).abs() < 0.05, "{f}");
+}

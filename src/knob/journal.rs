@@ -236,10 +236,10 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
         Entry::Mount { target, mnt_id, .. } => {
             // Only the mount schedlab made: once it is gone (an admin unmounted it, or
             // mounted their own on top), there is nothing of ours to undo.
+            // A journal without the id (from an older schedlab) cannot tell: left alone.
             match (mnt_id, super::sys::mount_id(target)) {
-                (Some(ours), Some(now)) if *ours != now => return Ok(()),
-                (_, None) => return Ok(()),
-                _ => {}
+                (Some(ours), Some(now)) if *ours == now => {}
+                _ => return Ok(()),
             }
             nix::mount::umount(target.as_path())
                 .map_err(|e| Failure::new(format!("umount: {e}"), Some(e as i32)))

@@ -316,7 +316,7 @@ impl SysKnob {
     /// Which values are allowed, in words.
     pub fn allowed(&self) -> String {
         match self {
-            SysKnob::RtRuntime => "-1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us".into(),
+            SysKnob::RtRuntime => "-1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling)".into(),
             SysKnob::RtPeriod => "1..2147483647 us, at least sched_rt_runtime_us".into(),
             SysKnob::RrTimeslice => "1..2147483647 ms (rounded to ticks), or default".into(),
             SysKnob::Autogroup => "0 or 1 (on/off)".into(),
@@ -616,6 +616,48 @@ pub fn validate(knob: &SysKnob, value: &str) -> Result<(), String> {
             knob.allowed()
         ))
     }
+}
+
+/// Check system settings, applied in this order, against the machine as it is now:
+/// RT runtime and period depend on each other and on RT group scheduling, so a value
+/// out of range is found before anything starts (a usage error, whatever the machine's
+/// current values are).
+pub fn precheck<'a>(
+    sets: impl IntoIterator<Item = (&'a SysKnob, &'a str)>,
+    probe: &Probe,
+) -> Result<(), String> {
+    let mut runtime = read_i64(&Path::new(SYSCTL).join("sched_rt_runtime_us")).ok();
+    let mut period = read_i64(&Path::new(SYSCTL).join("sched_rt_period_us")).ok();
+    for (knob, value) in sets {
+        validate(knob, value)?;
+        let v = value.trim().parse::<i64>().ok();
+        match (knob, v) {
+            (SysKnob::RtRuntime, Some(v)) => {
+                if let Some(p) = period.filter(|&p| v > p) {
+                    return Err(format!(
+                        "sys.rt_runtime_us={value}: allowed -1 or 0..{p} (sched_rt_period_us is {p})"
+                    ));
+                }
+                if v == 0 && probe.rt_group_root.is_some() {
+                    return Err(format!(
+                        "sys.rt_runtime_us=0: allowed -1 or 1..{} here: with RT group scheduling the kernel refuses 0 for the root group (it would stop its own RT threads)",
+                        period.unwrap_or(1_000_000)
+                    ));
+                }
+                runtime = Some(v);
+            }
+            (SysKnob::RtPeriod, Some(v)) => {
+                if let Some(r) = runtime.filter(|&r| r > v) {
+                    return Err(format!(
+                        "sys.rt_period_us={value}: allowed {r}..2147483647 (sched_rt_runtime_us is {r}; lower it first)"
+                    ));
+                }
+                period = Some(v);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Set a system knob; returns its value read back from the kernel.

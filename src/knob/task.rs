@@ -304,6 +304,23 @@ pub fn set_own_realtime(priority: u32, reset_on_fork: bool) -> Result<(), Errno>
     sched_setattr(0, &attr)
 }
 
+/// Make the calling thread SCHED_OTHER at `nice`; with `reset_on_fork`, what it starts
+/// begins at nice 0.
+pub fn set_own_fair(nice: i32, reset_on_fork: bool) -> Result<(), Errno> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: Policy::Other.to_kernel(),
+        sched_flags: if reset_on_fork {
+            SCHED_FLAG_RESET_ON_FORK
+        } else {
+            0
+        },
+        sched_nice: nice,
+        ..SchedAttr::default()
+    };
+    sched_setattr(0, &attr)
+}
+
 /// Set utilization clamps, keeping policy and parameters.
 pub fn set_uclamp(tid: i32, min: Option<u32>, max: Option<u32>) -> Result<(), Errno> {
     let mut attr = SchedAttr {

@@ -380,6 +380,9 @@ impl Sampler {
         let handle = std::thread::Builder::new()
             .name("schedlab-sampler".into())
             .spawn(move || {
+                // Before opening anything: under load a nice-0 thread opening hundreds of
+                // files would take seconds.
+                crate::system::elevate_if_requested(true);
                 sampler_loop(
                     Reader::new(targets, shm).with_usage(usage),
                     interval,
@@ -429,7 +432,6 @@ fn sampler_loop(
     batches: Sender<Batch>,
     recycle: Receiver<Batch>,
 ) {
-    crate::system::elevate_if_requested(true);
     let mut next = Instant::now();
     let mut paused = false;
     loop {

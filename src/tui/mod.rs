@@ -78,7 +78,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// task gone when this returns, also after Ctrl-C, SIGTERM or SIGHUP.
 pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<String>> {
     runtime()?.block_on(async {
-        crate::system::request_elevation();
+        crate::system::request_elevation(crate::system::Elevation::Realtime);
         crate::system::elevate_if_requested(false);
         let (ev_tx, events) = tokio::sync::mpsc::unbounded_channel();
         let (ctl, handle) = controller::spawn(

@@ -140,13 +140,35 @@ impl Shm {
         unsafe { &*(self.map.as_ptr().add(slot_offset()) as *const Slot).add(i) }
     }
 
-    /// Open the start gate: every waiting worker begins its loop.
+    /// Open the start gate: every waiting worker begins its loop, at once.
     pub fn open_gate(&self) {
-        self.header().go.store(1, Ordering::Release);
+        let go = &self.header().go;
+        go.store(1, Ordering::Release);
+        // SAFETY: a futex wake on a 4-byte aligned word of a shared mapping; the kernel
+        // only reads the address.
+        unsafe {
+            libc::syscall(libc::SYS_futex, go.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+        }
     }
 
     pub fn gate_open(&self) -> bool {
         self.header().go.load(Ordering::Acquire) == 1
+    }
+
+    /// Sleep until the gate opens or `timeout` passes, without polling: hundreds of
+    /// workers waking every millisecond to look would load the machine they are about
+    /// to be measured on.
+    pub fn wait_gate(&self, timeout: std::time::Duration) {
+        let go = &self.header().go;
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: waits on a word of a shared mapping (not FUTEX_PRIVATE: the controller
+        // wakes it from another process); returns at once if the gate is already open.
+        unsafe {
+            libc::syscall(libc::SYS_futex, go.as_ptr(), libc::FUTEX_WAIT, 0u32, &ts);
+        }
     }
 }
 

@@ -81,7 +81,7 @@ fn publish_and_wait(shm: &Shm, slot: &Slot) -> bool {
         if start.elapsed() > GATE_TIMEOUT || nix::unistd::getppid().as_raw() == 1 {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        shm.wait_gate(Duration::from_millis(100));
     }
     slot.state.store(state::RUNNING, Release);
     true
