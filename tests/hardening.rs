@@ -182,6 +182,9 @@ policy = "batch"
     path
 }
 
+/// The sleeper the forking preset starts, as its command line reads in /proc.
+const SLEEPER: &str = "sleep\x00300";
+
 /// Every process whose command line holds `needle` (a unique marker).
 fn pids_with(needle: &str) -> Vec<i32> {
     let mut out = Vec::new();
@@ -206,7 +209,7 @@ fn kill_mid_run(cmd: &mut Command) -> Vec<i32> {
         .spawn()
         .expect("start schedlab");
     let start = Instant::now();
-    while pids_with("sleep\0300").is_empty() && start.elapsed() < Duration::from_secs(10) {
+    while pids_with(SLEEPER).is_empty() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(
@@ -216,7 +219,7 @@ fn kill_mid_run(cmd: &mut Command) -> Vec<i32> {
     .expect("kill");
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(200));
-    pids_with("sleep\0300")
+    pids_with(SLEEPER)
 }
 
 #[test]
@@ -241,10 +244,10 @@ fn after_sigkill_what_a_command_forked_is_killed_by_restore_and_the_next_start()
     assert!(out.status.success(), "{text}");
     assert!(text.contains("left") && text.contains("killed"), "{text}");
     assert!(
-        common::wait_until(Duration::from_secs(3), || pids_with("sleep\0300")
+        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER)
             .is_empty()),
         "orphans survived restore: {:?}",
-        pids_with("sleep\0300")
+        pids_with(SLEEPER)
     );
     // The same without `restore`: the next schedlab command of any kind does it.
     kill_mid_run(&mut run());
@@ -252,7 +255,7 @@ fn after_sigkill_what_a_command_forked_is_killed_by_restore_and_the_next_start()
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("killed"), "{stderr}");
     assert!(common::wait_until(Duration::from_secs(3), || pids_with(
-        "sleep\0300"
+        SLEEPER
     )
     .is_empty()));
 }
@@ -288,10 +291,10 @@ fn as_an_ordinary_user_a_commands_children_are_killed_by_process_group() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        common::wait_until(Duration::from_secs(3), || pids_with("sleep\0300")
+        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER)
             .is_empty()),
         "orphans survived: {:?}",
-        pids_with("sleep\0300")
+        pids_with(SLEEPER)
     );
 }
 
