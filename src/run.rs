@@ -241,9 +241,10 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
             false
         };
         if interrupted || elapsed >= opts.duration || all_exited {
-            // One more round so the run ends on a fresh sample.
-            sampler.send(Command::SampleNow);
+            // One more round so the run ends on a fresh sample: one read after this
+            // moment (taken before asking, or the answer could predate it).
             final_requested = Some(crate::workload::shm::monotonic_ns());
+            sampler.send(Command::SampleNow);
         }
     }
     // Before the sampler thread ends: its CPU time goes with it.

@@ -244,8 +244,7 @@ fn after_sigkill_what_a_command_forked_is_killed_by_restore_and_the_next_start()
     assert!(out.status.success(), "{text}");
     assert!(text.contains("left") && text.contains("killed"), "{text}");
     assert!(
-        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER)
-            .is_empty()),
+        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER).is_empty()),
         "orphans survived restore: {:?}",
         pids_with(SLEEPER)
     );
@@ -291,8 +290,7 @@ fn as_an_ordinary_user_a_commands_children_are_killed_by_process_group() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER)
-            .is_empty()),
+        common::wait_until(Duration::from_secs(3), || pids_with(SLEEPER).is_empty()),
         "orphans survived: {:?}",
         pids_with(SLEEPER)
     );

@@ -7,9 +7,9 @@ use anyhow::{Context, Result};
 use super::CheckReport;
 use crate::workload::histogram::{bucket_bounds, Histogram};
 
-/// Log-linear buckets are 32 per power of two; 8 of them make one plotted bin, so a
+/// Log-linear buckets are SUB per power of two; a quarter of them make one plotted bin, so a
 /// curve has 4 points per doubling: smooth enough, and still a histogram on a log axis.
-const MERGE: usize = 8;
+const MERGE: usize = crate::workload::histogram::SUB / 4;
 
 /// Histogram as (latency in us, % of wakeups) per bin, every bin between the first and
 /// the last non-empty one (empty bins as 0 so the curve drops to the axis).
