@@ -59,7 +59,6 @@ const FIFO_PRIORITY: u32 = 80;
 /// switches/s here. A writer preempted on most writes (60-80k/s) is in the slow regime a
 /// pipe falls into once something polled it (its poll_usage then wakes the reader on
 /// every write; see the `polled` variant): schedlab's own workers never do.
-
 const SLOW_REGIME_INVOLUNTARY_PER_S: f64 = 10_000.0;
 
 /// How `schedlab check` runs.
