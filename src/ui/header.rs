@@ -48,7 +48,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         // The terminal is a fair-class program: keys and redraws now wait for the
         // windows RT throttling leaves (measured: up to 1.5 s).
         spans.push(Span::styled(
-            "  RT HOLDS EVERY CPU: the terminal lags",
+            "  RT HOLDS ALL CPUS",
             theme::error(app),
         ));
     }
