@@ -230,15 +230,36 @@ fn after_sigkill_what_a_command_forked_is_killed_by_restore_and_the_next_start()
     let _guard = common::serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let preset = forking_preset(dir.path());
+    for contain in ["v2", "v1"] {
+        orphans_of_a_sigkill_are_killed(&preset, contain);
+    }
+}
+
+fn orphans_of_a_sigkill_are_killed(preset: &Path, contain: &str) {
     let run = || {
         let mut c = Command::new(common::exe());
-        c.args(["run", preset.to_str().expect("path"), "--duration", "30s"]);
+        c.args(["run", preset.to_str().expect("path"), "--duration", "30s"])
+            .env("SCHEDLAB_CONTAIN", contain);
         c
     };
     // SIGKILL leaves the command's grandchildren behind (PDEATHSIG reaches children
-    // only), until `schedlab restore` finds them in the run's cgroup.
+    // only), until `schedlab restore` finds them in the run's cgroup (v2 here, or v1's
+    // cpuacct hierarchy).
     let orphans = kill_mid_run(&mut run());
     assert!(!orphans.is_empty(), "the sleeper outlived schedlab for now");
+    // It sits in the kind of cgroup asked for.
+    let cgroups = std::fs::read_to_string(format!("/proc/{}/cgroup", orphans[0])).expect("cgroup");
+    let line = cgroups
+        .lines()
+        .find(|l| {
+            if contain == "v2" {
+                l.starts_with("0::")
+            } else {
+                l.contains(":cpuacct")
+            }
+        })
+        .unwrap_or_default();
+    assert!(line.contains("schedlab-run-"), "{contain}: {cgroups}");
     let out = common::schedlab(&["restore"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");

@@ -252,11 +252,7 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         "key to drawn screen took {own:?} us"
     );
     // The screen says why the terminal itself may lag.
-    assert!(
-        t.screen().contains("RT HOLDS ALL CPUS"),
-        "{}",
-        t.screen()
-    );
+    assert!(t.screen().contains("RT HOLDS ALL CPUS"), "{}", t.screen());
     t.quit();
 }
 

@@ -69,6 +69,9 @@ const SIDE_B: RGBColor = RGBColor(255, 127, 14);
 struct Group {
     label: String,
     bars: Vec<(f64, Whisker, RGBColor)>,
+    /// Every round's value for each bar, drawn as dots over it (compare: a regime
+    /// split shows as a dot far from the others).
+    dots: Vec<Vec<f64>>,
     /// Text above the group.
     top: Option<String>,
 }
@@ -98,7 +101,7 @@ where
     let title_size = if title.chars().count() > 95 { 18 } else { 22 };
     let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
     let sub = format!(
-        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max; above: median of B/A per round{}",
+        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots: every round; above: median of B/A per round{}",
         r.rounds,
         if r.rounds == 1 { "" } else { "s" },
         r.duration_s,
@@ -166,8 +169,24 @@ where
                             .into_iter()
                             .flatten()
                             .collect(),
-                        top: (!m.ratios.is_empty())
-                            .then(|| format!("B/A {}x", ratio_text(m.ratio_median))),
+                        dots: [&m.a, &m.b]
+                            .into_iter()
+                            .filter(|s| !s.values.is_empty())
+                            .map(|s| s.values.iter().map(|v| v / div).collect())
+                            .collect(),
+                        top: (!m.ratios.is_empty()).then(|| {
+                            let odd: Vec<String> =
+                                m.outlier_rounds.iter().map(|r| r.to_string()).collect();
+                            if odd.is_empty() {
+                                format!("B/A {}x", ratio_text(m.ratio_median))
+                            } else {
+                                format!(
+                                    "B/A {}x; round {} odd",
+                                    ratio_text(m.ratio_median),
+                                    odd.join(",")
+                                )
+                            }
+                        }),
                     }
                 })
                 .collect();
@@ -198,6 +217,7 @@ where
             g.bars
                 .iter()
                 .map(|(v, w, _)| w.map_or(*v, |(_, hi)| hi.max(*v)))
+                .chain(g.dots.iter().flatten().copied())
         })
         .fold(0.0, f64::max);
     let bottom = groups
@@ -260,6 +280,14 @@ where
                 [(x0, 0.0), (x1, *v)],
                 c.filled(),
             )))?;
+            // Every round as a dot, spread across the bar so equal values stay apart.
+            if let Some(dots) = g.dots.get(j).filter(|d| d.len() > 1) {
+                let n = dots.len() as f64;
+                chart.draw_series(dots.iter().enumerate().map(|(k, y)| {
+                    let x = x0 + (x1 - x0) * (0.2 + 0.6 * k as f64 / (n - 1.0));
+                    Circle::new((x, *y), 3, BLACK.filled())
+                }))?;
+            }
             if let Some((lo, hi)) = whisker {
                 let mid = (x0 + x1) / 2.0;
                 let cap = (x1 - x0) * 0.25;
@@ -312,6 +340,7 @@ where
         .map(|(name, v, w)| Group {
             label: name.clone(),
             bars: vec![(*v, *w, TAB10[0])],
+            dots: Vec::new(),
             top: Some(short(*v)),
         })
         .collect();

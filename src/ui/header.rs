@@ -47,10 +47,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     if app.cpus > 0 && app.live.cpus_held_by_rt() >= app.cpus {
         // The terminal is a fair-class program: keys and redraws now wait for the
         // windows RT throttling leaves (measured: up to 1.5 s).
-        spans.push(Span::styled(
-            "  RT HOLDS ALL CPUS",
-            theme::error(app),
-        ));
+        spans.push(Span::styled("  RT HOLDS ALL CPUS", theme::error(app)));
     }
     if let Some(path) = &app.recording {
         spans.push(Span::styled(format!("  ● REC {path}"), theme::error(app)));

@@ -175,6 +175,15 @@ fn make_cgroup(name: &str) -> Result<Cgroup, String> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
     let mine = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
     let mut tried = Vec::new();
+    // `SCHEDLAB_CONTAIN=v1|v2|groups` picks one kind (to test each on a machine that has
+    // both, or to keep a run out of cgroups).
+    let only = std::env::var("SCHEDLAB_CONTAIN").ok();
+    let wanted = |v2: bool| match only.as_deref() {
+        Some("v2") => v2,
+        Some("v1") => !v2,
+        Some(_) => false,
+        None => true,
+    };
     let candidates = [
         v2_mount(&mounts)
             .zip(own_path(&mine, None))
@@ -183,7 +192,11 @@ fn make_cgroup(name: &str) -> Result<Cgroup, String> {
             .zip(own_path(&mine, Some("cpuacct")))
             .map(|(m, p)| (m.join(p), false)),
     ];
-    for (parent, v2) in candidates.into_iter().flatten() {
+    for (parent, v2) in candidates
+        .into_iter()
+        .flatten()
+        .filter(|(_, v2)| wanted(*v2))
+    {
         let dir = parent.join(name);
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
@@ -216,7 +229,9 @@ fn make_cgroup(name: &str) -> Result<Cgroup, String> {
         }
         let _ = std::fs::remove_dir(&dir);
     }
-    Err(if tried.is_empty() {
+    Err(if only.as_deref() == Some("groups") {
+        "SCHEDLAB_CONTAIN=groups".to_string()
+    } else if tried.is_empty() {
         "no cgroup hierarchy is mounted".to_string()
     } else {
         format!("no cgroup could be made ({})", tried.join("; "))
