@@ -15,9 +15,9 @@ use schedlab::cli::{
 use schedlab::knob::{journal, sys};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
-use schedlab::run::{run, RunOptions};
-use schedlab::session::{split, SystemKnobs};
-use schedlab::setting::{parse_at, parse_duration, parse_sweep, Setting};
+use schedlab::headless::run::{run, RunOptions};
+use schedlab::lab::session::{split, SystemKnobs};
+use schedlab::preset::setting::{parse_at, parse_duration, parse_sweep, Setting};
 use schedlab::workload::{contain, workers, CannotRun};
 
 /// Bad input: the user can fix it (exit code 2).
@@ -561,7 +561,7 @@ fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
 /// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
 /// fails before anything starts.
 fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
-    if let schedlab::session::Route::Sys(knob) = schedlab::session::route(s).map_err(usage)? {
+    if let schedlab::lab::session::Route::Sys(knob) = schedlab::lab::session::route(s).map_err(usage)? {
         let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
         sys::precheck(
             start.chain([(&knob, s.value.as_str())]),
@@ -638,14 +638,14 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
         check_later(&preset, &opts, &s)?;
     }
-    let result = schedlab::sweep::sweep(&preset, &knob, &values, &opts, &mut system);
+    let result = schedlab::headless::sweep::sweep(&preset, &knob, &values, &opts, &mut system);
     let restored = finish(system);
     let report = result?;
     restored?;
     print_report(
         args.json.as_deref(),
         &report,
-        schedlab::sweep::render(&report),
+        schedlab::headless::sweep::render(&report),
     )?;
     if let Some(path) = &args.plot {
         schedlab::plot::plot_sweep(&report, path)?;
@@ -658,7 +658,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<()> {
 }
 
 fn cmd_compare(args: CompareArgs) -> Result<()> {
-    use schedlab::compare::{self, Side};
+    use schedlab::headless::compare::{self, Side};
     check_plot(args.plot.as_deref())?;
     if !(1..=100).contains(&args.rounds) {
         return Err(usage(format!("--rounds {}: allowed 1..100", args.rounds)));
@@ -729,8 +729,8 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         keymap,
         no_color: schedlab::tui::no_color_requested(),
         open_recorder: Box::new(|path| {
-            schedlab::record::FileRecorder::create(path)
-                .map(|r| Box::new(r) as Box<dyn schedlab::record::Recorder>)
+            schedlab::lab::record::FileRecorder::create(path)
+                .map(|r| Box::new(r) as Box<dyn schedlab::lab::record::Recorder>)
                 .map_err(|e| format!("{e:#}"))
         }),
         record_dir,
@@ -759,7 +759,7 @@ fn cmd_replay(file: &std::path::Path, speed: f64) -> Result<()> {
     if !(0.05..=100.0).contains(&speed) {
         return Err(usage(format!("--speed {speed}: allowed 0.05..100")));
     }
-    let records = schedlab::record::read(file).map_err(|e| usage(format!("{e:#}")))?;
+    let records = schedlab::lab::record::read(file).map_err(|e| usage(format!("{e:#}")))?;
     if !std::io::stdout().is_terminal() {
         return Err(usage("replay opens the workbench and needs a terminal"));
     }

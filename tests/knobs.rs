@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use schedlab::knob::sys::{Probe, SysKnob};
 use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
-use schedlab::session::SystemKnobs;
+use schedlab::lab::session::SystemKnobs;
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";

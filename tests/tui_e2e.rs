@@ -297,12 +297,12 @@ fn recording_from_the_workbench_and_replaying_it() {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .expect("a recording in the working directory");
-    let records = schedlab::record::read(&file).expect("readable recording");
-    assert!(records.iter().any(|r| matches!(r, schedlab::record::Record::Knob { setting, ok: true, .. } if setting == "fair.nice=-19")));
+    let records = schedlab::lab::record::read(&file).expect("readable recording");
+    assert!(records.iter().any(|r| matches!(r, schedlab::lab::record::Record::Knob { setting, ok: true, .. } if setting == "fair.nice=-19")));
     assert!(
         records
             .iter()
-            .filter(|r| matches!(r, schedlab::record::Record::Batch { .. }))
+            .filter(|r| matches!(r, schedlab::lab::record::Record::Batch { .. }))
             .count()
             >= 3
     );

@@ -11,7 +11,7 @@ use std::time::Duration;
 use schedlab::cpuset::CpuSet;
 use schedlab::knob::task::{apply, Policy};
 use schedlab::preset::{load, Preset, BUILTIN};
-use schedlab::setting::Setting;
+use schedlab::preset::setting::Setting;
 use schedlab::system::online_cpus;
 use schedlab::workload::Workload;
 

@@ -14,8 +14,8 @@ use crate::knob::sys::KnobInfo;
 use crate::knob::task::Policy;
 use crate::preset::Headline;
 use crate::sampler::{Batch, TaskSample};
-use crate::setting::Setting;
-use crate::store::Store;
+use crate::preset::setting::Setting;
+use crate::lab::store::Store;
 use crate::workload::histogram::Histogram;
 use keys::{Command, KeyMap};
 

@@ -19,8 +19,8 @@ use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob};
 use crate::preset::{self, Preset};
 use crate::report::{ns, si, RunReport};
-use crate::run::{run, RunOptions};
-use crate::session::SystemKnobs;
+use crate::headless::run::{run, RunOptions};
+use crate::lab::session::SystemKnobs;
 use crate::workload::histogram::Histogram;
 
 use measure::LoadWindow;

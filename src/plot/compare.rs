@@ -10,7 +10,7 @@ use super::style::{
     TAB10, X_AREA,
 };
 use super::{Bar, Whisker};
-use crate::compare::{display_unit, ratio_text, short, CompareReport};
+use crate::headless::compare::{display_unit, ratio_text, short, CompareReport};
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
@@ -142,7 +142,7 @@ where
         let cells = row_area.split_evenly((1, cols));
         for (cell, &p) in cells.iter().zip(row) {
             let (unit, ids) = &panels[p];
-            let metrics: Vec<&crate::compare::MetricStats> =
+            let metrics: Vec<&crate::headless::compare::MetricStats> =
                 ids.iter().map(|&i| &r.metrics[i]).collect();
             let max = metrics
                 .iter()
@@ -154,7 +154,7 @@ where
             let groups: Vec<Group> = metrics
                 .iter()
                 .map(|m| {
-                    let bar = |s: &crate::compare::Stats, c| {
+                    let bar = |s: &crate::headless::compare::Stats, c| {
                         (!s.values.is_empty())
                             .then(|| (s.median / div, Some((s.min / div, s.max / div)), c))
                     };

@@ -7,9 +7,9 @@ use anyhow::{bail, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::compare::CompareReport;
+use crate::headless::compare::CompareReport;
 use crate::report::RunReport;
-use crate::sweep::SweepReport;
+use crate::headless::sweep::SweepReport;
 
 use compare::{compare_layout, compare_panels, draw_bars, draw_compare};
 use curves::draw_curves;

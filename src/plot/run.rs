@@ -11,7 +11,7 @@ use super::style::{
     color, headroom, label_rows, legend, line_chart, line_width, linear_top, si_tick, titled,
     trim_number, Axes, Line, Mark, Marker, LEGEND_W,
 };
-use crate::compare::display_unit;
+use crate::headless::compare::display_unit;
 use crate::report::RunReport;
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);

@@ -10,8 +10,8 @@ use super::style::{
     color, draw_note, house_mesh, legend, linear_top, panel_builder, titled, trim_number, Mark,
     Ticks, LEGEND_W, X_AREA,
 };
-use crate::compare::display_unit;
-use crate::sweep::SweepReport;
+use crate::headless::compare::display_unit;
+use crate::headless::sweep::SweepReport;
 
 /// Key points and labels of a sweep's x axis: the values themselves when they are all
 /// numbers, else evenly spaced categories.

@@ -11,10 +11,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::app::Started;
 use crate::knob::sys;
 use crate::preset::Preset;
-use crate::record::Recorder;
+use crate::lab::record::Recorder;
 use crate::sampler::{Batch, Command as SamplerCommand, Sampler};
-use crate::session::{Session, SystemKnobs};
-use crate::setting::Setting;
+use crate::lab::session::{Session, SystemKnobs};
+use crate::preset::setting::Setting;
 
 /// Requests from the UI.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use crate::app::keys::KeyMap;
 use crate::app::{Action, App, Effect};
 use crate::preset::Preset;
-use crate::session::SystemKnobs;
+use crate::lab::session::SystemKnobs;
 use controller::{Event, OpenRecorder, Request};
 
 /// How the TUI starts.
@@ -112,7 +112,7 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
 
 /// Open the workbench on a recording: same screens, knobs read-only.
 pub fn replay(
-    records: Vec<crate::record::Record>,
+    records: Vec<crate::lab::record::Record>,
     speed: f64,
     keymap: KeyMap,
     no_color: bool,

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::app::Action;
-use crate::record::Record;
+use crate::lab::record::Record;
 
 pub struct Player {
     records: Vec<Record>,

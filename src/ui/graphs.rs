@@ -11,7 +11,7 @@ use super::theme;
 use crate::app::App;
 use crate::preset::Headline;
 use crate::report::si;
-use crate::store::TaskRates;
+use crate::lab::store::TaskRates;
 
 /// At most this many task lines per chart; the busiest are shown.
 const MAX_LINES: usize = 6;

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::knob::cgroup;
 use crate::knob::task::{Deadline, Policy, SchedSettings};
-use crate::setting::{parse_duration, NiceLadder, Setting};
+
+pub mod setting;
+use crate::preset::setting::{parse_duration, NiceLadder, Setting};
 use crate::workload::kinds::{check_param, kind_name, resolve_params, WorkerKind};
 
 /// The preset `schedlab` and `schedlab run` use when none is named.
@@ -18,24 +20,24 @@ pub const DEFAULT_PRESET: &str = "pipe-wakeup";
 
 /// The built-in presets, embedded in the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("pipe-wakeup", include_str!("../presets/pipe-wakeup.toml")),
+    ("pipe-wakeup", include_str!("../../presets/pipe-wakeup.toml")),
     (
         "pipe-affinity",
-        include_str!("../presets/pipe-affinity.toml"),
+        include_str!("../../presets/pipe-affinity.toml"),
     ),
     (
         "yield-latency",
-        include_str!("../presets/yield-latency.toml"),
+        include_str!("../../presets/yield-latency.toml"),
     ),
-    ("rt-throttle", include_str!("../presets/rt-throttle.toml")),
-    ("nice-ladder", include_str!("../presets/nice-ladder.toml")),
+    ("rt-throttle", include_str!("../../presets/rt-throttle.toml")),
+    ("nice-ladder", include_str!("../../presets/nice-ladder.toml")),
     (
         "parallel-build",
-        include_str!("../presets/parallel-build.toml"),
+        include_str!("../../presets/parallel-build.toml"),
     ),
     (
         "cgroup-fairness",
-        include_str!("../presets/cgroup-fairness.toml"),
+        include_str!("../../presets/cgroup-fairness.toml"),
     ),
 ];
 

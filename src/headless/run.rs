@@ -13,16 +13,16 @@ use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
 use crate::knob::sys::SysKnob;
 use crate::knob::task::Policy;
 use crate::preset::{Headline as HeadlineKind, Preset};
-use crate::record::{FileRecorder, Recorder};
+use crate::lab::record::{FileRecorder, Recorder};
 use crate::report::{
     ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, Observer, RunReport,
     RunSeries, SeriesPoint, StageReport, TaskReport, FOREIGN_LIMIT_CPU,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, TaskSample};
-use crate::session::{Session, SystemKnobs};
-use crate::setting::Setting;
-use crate::store::{Store, TaskRates};
+use crate::lab::session::{Session, SystemKnobs};
+use crate::preset::setting::Setting;
+use crate::lab::store::{Store, TaskRates};
 use crate::workload::histogram::Histogram;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::make::STAGES;

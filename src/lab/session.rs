@@ -12,7 +12,7 @@ use crate::knob::journal::{Journal, Restored};
 use crate::knob::sys::{self, Probe, SetContext, SysKnob};
 use crate::knob::task::apply;
 use crate::preset::{Preset, TaskSpec};
-use crate::setting::Setting;
+use crate::preset::setting::Setting;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::Workload;
 

@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use crate::preset::Preset;
 use crate::report::Headline;
-use crate::run::{run, RunOptions};
-use crate::session::{route, Route, SystemKnobs};
-use crate::setting::Setting;
+use crate::headless::run::{run, RunOptions};
+use crate::lab::session::{route, Route, SystemKnobs};
+use crate::preset::setting::Setting;
 
 /// One value of the sweep.
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -10,9 +10,9 @@ use serde::Serialize;
 use crate::knob::sys::SysKnob;
 use crate::preset::Preset;
 use crate::report::RunReport;
-use crate::run::{run, RunOptions};
-use crate::session::{split, SystemKnobs};
-use crate::setting::{parse_list, Setting};
+use crate::headless::run::{run, RunOptions};
+use crate::lab::session::{split, SystemKnobs};
+use crate::preset::setting::{parse_list, Setting};
 
 /// One side of a comparison: its label ("A") and the settings it runs with.
 #[derive(Clone, Debug, PartialEq)]

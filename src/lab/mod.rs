@@ -1,0 +1,6 @@
+//! A running experiment: its session (workload and task knobs), sampler, store,
+//! recorder and the log of knob changes.
+
+pub mod record;
+pub mod session;
+pub mod store;
