@@ -12,12 +12,13 @@ use schedlab::app::keys::KeyMap;
 use schedlab::cli::{
     CheckArgs, Cli, Cmd, CompareArgs, HeadlessArgs, RunArgs, SettingsArgs, SweepArgs, SystemArgs,
 };
+use schedlab::headless::run::{run, RunOptions};
+use schedlab::knob::sys::SystemKnobs;
 use schedlab::knob::{journal, sys};
+use schedlab::lab::session::split;
+use schedlab::preset::setting::{parse_at, parse_duration, parse_sweep, Setting};
 use schedlab::preset::{self, Preset};
 use schedlab::report::render_table;
-use schedlab::headless::run::{run, RunOptions};
-use schedlab::lab::session::{split, SystemKnobs};
-use schedlab::preset::setting::{parse_at, parse_duration, parse_sweep, Setting};
 use schedlab::workload::{contain, workers, CannotRun};
 
 /// Bad input: the user can fix it (exit code 2).
@@ -561,7 +562,9 @@ fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
 /// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
 /// fails before anything starts.
 fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
-    if let schedlab::lab::session::Route::Sys(knob) = schedlab::lab::session::route(s).map_err(usage)? {
+    if let schedlab::lab::session::Route::Sys(knob) =
+        schedlab::lab::session::route(s).map_err(usage)?
+    {
         let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
         sys::precheck(
             start.chain([(&knob, s.value.as_str())]),

@@ -15,8 +15,18 @@ pub fn online_cpus() -> CpuSet {
         .ok()
         .and_then(|s| s.trim().parse::<CpuSet>().ok())
         .filter(|s| !s.is_empty())
-        .or_else(|| crate::knob::task::affinity(0).ok())
+        .or_else(own_affinity)
         .unwrap_or_else(|| CpuSet::single(0))
+}
+
+/// The CPUs this process may run on (when /sys does not say which are online).
+fn own_affinity() -> Option<CpuSet> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set, filled by the call.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (rc == 0).then(|| CpuSet::from_libc(&set))
 }
 
 pub fn is_root() -> bool {
@@ -31,46 +41,6 @@ pub fn clock_ticks_per_s() -> u64 {
         hz as u64
     } else {
         100
-    }
-}
-
-/// How schedlab's own threads (controller, sampler, UI) ask to be scheduled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elevation {
-    /// As any task (the default, and all a user without CAP_SYS_NICE gets).
-    None,
-    /// SCHED_OTHER at nice -20: a headless run is not starved by hundreds of spinners
-    /// (a nice-0 sampler beside 256 of them got one sample in seconds), yet stays out of
-    /// the RT class, whose throttling would stop it together with an RT experiment (a
-    /// FIFO controller writing sched_rt_runtime_us waited ~1 s for the next period).
-    Fair,
-    /// SCHED_FIFO 99: the workbench stays responsive while FIFO spinners hold every CPU
-    /// (and shares their throttled windows).
-    Realtime,
-}
-
-static ELEVATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// Ask schedlab's own threads to run as `e` from now on (each thread applies it with
-/// [`elevate_if_requested`]). They sleep almost always, so they take from the workload
-/// only the time they need; RESET_ON_FORK keeps workers from inheriting it.
-pub fn request_elevation(e: Elevation) {
-    let v = match e {
-        Elevation::None => 0,
-        Elevation::Fair => 1,
-        Elevation::Realtime => 2,
-    };
-    ELEVATE.store(v, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Elevate the calling thread if requested (and possible: root). Threads that start
-/// workers pass `reset_on_fork`; the UI thread does not, so the terminal-input thread it
-/// starts inherits the priority. Returns whether it did.
-pub fn elevate_if_requested(reset_on_fork: bool) -> bool {
-    match ELEVATE.load(std::sync::atomic::Ordering::Relaxed) {
-        1 => crate::knob::task::set_own_fair(-20, reset_on_fork).is_ok(),
-        2 => crate::knob::task::set_own_realtime(99, reset_on_fork).is_ok(),
-        _ => false,
     }
 }
 

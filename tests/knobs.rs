@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use schedlab::knob::sys::SystemKnobs;
 use schedlab::knob::sys::{Probe, SysKnob};
 use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
-use schedlab::lab::session::SystemKnobs;
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";

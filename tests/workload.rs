@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use schedlab::cpuset::CpuSet;
 use schedlab::knob::task::{apply, Policy};
-use schedlab::preset::{load, Preset, BUILTIN};
 use schedlab::preset::setting::Setting;
+use schedlab::preset::{load, Preset, BUILTIN};
 use schedlab::system::online_cpus;
 use schedlab::workload::Workload;
 

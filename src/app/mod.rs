@@ -12,46 +12,14 @@ use crossterm::event::KeyEvent;
 
 use crate::knob::sys::KnobInfo;
 use crate::knob::task::Policy;
-use crate::preset::Headline;
-use crate::sampler::{Batch, TaskSample};
-use crate::preset::setting::Setting;
 use crate::lab::store::Store;
+use crate::preset::setting::Setting;
+use crate::sampler::{Batch, TaskSample};
 use crate::workload::histogram::Histogram;
 use keys::{Command, KeyMap};
 
+pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use modal::Mode;
-
-/// A task as the UI shows it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TaskInfo {
-    pub name: String,
-    pub group: String,
-    pub pid: i32,
-    pub tid: i32,
-    pub progress_unit: String,
-    pub measures_latency: bool,
-}
-
-/// The parts of a preset the screen shows.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PresetView {
-    pub name: String,
-    pub summary: String,
-    pub note: String,
-    pub focus: Vec<String>,
-    pub headline: Headline,
-    pub metric_task: String,
-}
-
-/// What the controller reports once a workload runs.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Started {
-    pub preset: PresetView,
-    pub tasks: Vec<TaskInfo>,
-    pub kernel: String,
-    pub cpus: usize,
-    pub warnings: Vec<String>,
-}
 
 /// Everything that can happen to the App.
 #[derive(Clone, Debug)]

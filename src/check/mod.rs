@@ -15,12 +15,12 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::headless::run::{run, RunOptions};
 use crate::ideal::fairness_error;
+use crate::knob::sys::SystemKnobs;
 use crate::knob::sys::{self, SysKnob};
 use crate::preset::{self, Preset};
 use crate::report::{ns, si, RunReport};
-use crate::headless::run::{run, RunOptions};
-use crate::lab::session::SystemKnobs;
 use crate::workload::histogram::Histogram;
 
 use measure::LoadWindow;

@@ -7,12 +7,13 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 
+use crate::headless::run::{run, RunOptions};
 use crate::knob::sys::SysKnob;
+use crate::knob::sys::SystemKnobs;
+use crate::lab::session::split;
+use crate::preset::setting::{parse_list, Setting};
 use crate::preset::Preset;
 use crate::report::RunReport;
-use crate::headless::run::{run, RunOptions};
-use crate::lab::session::{split, SystemKnobs};
-use crate::preset::setting::{parse_list, Setting};
 
 /// One side of a comparison: its label ("A") and the settings it runs with.
 #[derive(Clone, Debug, PartialEq)]

@@ -11,18 +11,19 @@ use anyhow::{Context, Result};
 
 use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
 use crate::knob::sys::SysKnob;
+use crate::knob::sys::SystemKnobs;
 use crate::knob::task::Policy;
-use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::lab::record::{FileRecorder, Recorder};
+use crate::lab::session::Session;
+use crate::lab::store::{Store, TaskRates};
+use crate::preset::setting::Setting;
+use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::report::{
     ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, Observer, RunReport,
     RunSeries, SeriesPoint, StageReport, TaskReport, FOREIGN_LIMIT_CPU,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, TaskSample};
-use crate::lab::session::{Session, SystemKnobs};
-use crate::preset::setting::Setting;
-use crate::lab::store::{Store, TaskRates};
 use crate::workload::histogram::Histogram;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::make::STAGES;
@@ -82,8 +83,8 @@ impl RunOptions {
 /// knobs go through `sys`, whose journal restores them when the caller is done.
 pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<RunReport> {
     // The instrument must not be starved by what it measures (see Elevation::Fair).
-    crate::system::request_elevation(crate::system::Elevation::Fair);
-    crate::system::elevate_if_requested(true);
+    crate::knob::task::request_elevation(crate::knob::task::Elevation::Fair);
+    crate::knob::task::elevate_if_requested(true);
     let begun = Instant::now();
     let (mut session, warnings) =
         Session::start(preset.clone(), &opts.system_sets, &opts.exe, sys)?;

@@ -6,11 +6,12 @@ use std::sync::atomic::Ordering;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::headless::run::{run, RunOptions};
+use crate::knob::sys::SystemKnobs;
+use crate::lab::session::{route, Route};
+use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::report::Headline;
-use crate::headless::run::{run, RunOptions};
-use crate::lab::session::{route, Route, SystemKnobs};
-use crate::preset::setting::Setting;
 
 /// One value of the sweep.
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -105,7 +105,7 @@ fn allowed(entry: &Entry, extra: &[PathBuf]) -> Result<(), String> {
     let ok = match entry {
         Entry::File { path, .. } => is_knob_file(path),
         Entry::Mount { target, .. } => {
-            target == Path::new(super::sys::DEBUGFS) || target == Path::new(super::sys::TRACEFS)
+            target == Path::new(super::fs::DEBUGFS) || target == Path::new(super::fs::TRACEFS)
         }
         Entry::Dir { path } => is_own_cgroup(path),
     };
@@ -129,7 +129,7 @@ fn is_knob_file(path: &Path) -> bool {
     if let Ok(name) = path.strip_prefix("/proc/sys/kernel") {
         return SYSCTLS.iter().any(|s| name == Path::new(s));
     }
-    let debugfs = Path::new(super::sys::DEBUGFS);
+    let debugfs = Path::new(super::fs::DEBUGFS);
     if path.starts_with(debugfs.join("sched")) || path == debugfs.join("sched_features") {
         return true;
     }
@@ -231,13 +231,13 @@ impl Failure {
 
 fn undo(entry: &Entry) -> Result<(), Failure> {
     match entry {
-        Entry::File { path, old } => super::sys::write_file(path, old.trim())
+        Entry::File { path, old } => super::fs::write_file(path, old.trim())
             .map_err(|e| Failure::new(e.to_string(), e.raw_os_error())),
         Entry::Mount { target, mnt_id, .. } => {
             // Only the mount schedlab made: once it is gone (an admin unmounted it, or
             // mounted their own on top), there is nothing of ours to undo.
             // A journal without the id (from an older schedlab) cannot tell: left alone.
-            match (mnt_id, super::sys::mount_id(target)) {
+            match (mnt_id, super::fs::mount_id(target)) {
                 (Some(ours), Some(now)) if *ours == now => {}
                 _ => return Ok(()),
             }
@@ -251,7 +251,7 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
             // A cgroup of ours may still hold the experiment's tasks (after a SIGKILL of
             // schedlab, or children a command forked): they go first.
             if path.join("cgroup.procs").exists() {
-                super::cgroup::kill_all(path);
+                super::fs::kill_all(path);
             }
             // A cgroup empties when its last task is reaped; give stragglers a moment.
             let mut last = Ok(());
@@ -579,7 +579,7 @@ impl Journal {
         self.append(Entry::Mount {
             target: target.to_path_buf(),
             fstype: fstype.to_string(),
-            mnt_id: super::sys::mount_id(target),
+            mnt_id: super::fs::mount_id(target),
         })
     }
 

@@ -287,6 +287,46 @@ const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
 const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
 const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
 
+/// How schedlab's own threads (controller, sampler, UI) ask to be scheduled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elevation {
+    /// As any task (the default, and all a user without CAP_SYS_NICE gets).
+    None,
+    /// SCHED_OTHER at nice -20: a headless run is not starved by hundreds of spinners
+    /// (a nice-0 sampler beside 256 of them got one sample in seconds), yet stays out of
+    /// the RT class, whose throttling would stop it together with an RT experiment (a
+    /// FIFO controller writing sched_rt_runtime_us waited ~1 s for the next period).
+    Fair,
+    /// SCHED_FIFO 99: the workbench stays responsive while FIFO spinners hold every CPU
+    /// (and shares their throttled windows).
+    Realtime,
+}
+
+static ELEVATE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Ask schedlab's own threads to run as `e` from now on (each thread applies it with
+/// [`elevate_if_requested`]). They sleep almost always, so they take from the workload
+/// only the time they need; RESET_ON_FORK keeps workers from inheriting it.
+pub fn request_elevation(e: Elevation) {
+    let v = match e {
+        Elevation::None => 0,
+        Elevation::Fair => 1,
+        Elevation::Realtime => 2,
+    };
+    ELEVATE.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Elevate the calling thread if requested (and possible: root). Threads that start
+/// workers pass `reset_on_fork`; the UI thread does not, so the terminal-input thread it
+/// starts inherits the priority. Returns whether it did.
+pub fn elevate_if_requested(reset_on_fork: bool) -> bool {
+    match ELEVATE.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => set_own_fair(-20, reset_on_fork).is_ok(),
+        2 => set_own_realtime(99, reset_on_fork).is_ok(),
+        _ => false,
+    }
+}
+
 /// Make the calling thread SCHED_FIFO at `priority`. With `reset_on_fork`, anything it
 /// starts (workers!) begins as SCHED_OTHER; without, helper threads inherit it.
 pub fn set_own_realtime(priority: u32, reset_on_fork: bool) -> Result<(), Errno> {

@@ -1,6 +1,9 @@
 //! A running experiment: its session (workload and task knobs), sampler, store,
 //! recorder and the log of knob changes.
 
+pub mod describe;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod record;
 pub mod session;
 pub mod store;

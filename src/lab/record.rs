@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::app::Started;
 use crate::knob::sys::KnobInfo;
+use crate::lab::describe::Started;
 use crate::sampler::Batch;
 use crate::workload::shm::monotonic_ns;
 
@@ -217,7 +217,7 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::tests::{batch, knobs, started};
+    use crate::lab::fixtures::{batch, knobs, started};
 
     #[test]
     fn a_recording_round_trips() {

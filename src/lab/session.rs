@@ -1,64 +1,20 @@
 //! A running preset: its workload and settings, and the one place where knobs change
 //! while it runs (task knobs on live tasks, system knobs through the journal).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{anyhow, Result};
 
-use crate::app::{PresetView, Started, TaskInfo};
 use crate::cpuset::CpuSet;
 use crate::knob::cgroup::{self, Cgroups};
-use crate::knob::journal::{Journal, Restored};
-use crate::knob::sys::{self, Probe, SetContext, SysKnob};
+use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::knob::task::apply;
-use crate::preset::{Preset, TaskSpec};
+use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
+use crate::preset::Preset;
 use crate::workload::kinds::WorkerKind;
+use crate::workload::spec::TaskSpec;
 use crate::workload::Workload;
-
-/// System-wide knob state for one schedlab process: what the machine allows, and the
-/// journal that restores every change (also when dropped).
-pub struct SystemKnobs {
-    pub journal: Journal,
-    pub probe: Probe,
-    pub allow_unthrottled_rt: bool,
-}
-
-impl SystemKnobs {
-    pub fn new(journal_path: PathBuf) -> SystemKnobs {
-        SystemKnobs {
-            journal: Journal::new(journal_path),
-            probe: Probe::detect(),
-            allow_unthrottled_rt: false,
-        }
-    }
-
-    /// Mount debugfs for this run (undone at exit) and look at the machine again.
-    pub fn mount_debugfs(&mut self) -> Result<(), String> {
-        sys::mount_debugfs(&mut self.journal)?;
-        self.probe = Probe::detect();
-        Ok(())
-    }
-
-    /// Set a system knob; `rt_running` says whether RT spinners are alive.
-    pub fn set(&mut self, knob: &SysKnob, value: &str, rt_running: bool) -> Result<String, String> {
-        let mut ctx = SetContext {
-            journal: &mut self.journal,
-            probe: &self.probe,
-            rt_tasks_running: rt_running,
-            allow_unthrottled_rt: self.allow_unthrottled_rt,
-        };
-        sys::set(knob, value, &mut ctx)
-    }
-
-    pub fn restore(&mut self) -> Vec<Restored> {
-        self.journal.restore()
-    }
-
-    pub fn journal_path(&self) -> &Path {
-        self.journal.path()
-    }
-}
 
 /// Where a setting goes.
 #[derive(Clone, Debug, PartialEq)]

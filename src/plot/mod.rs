@@ -8,8 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::headless::compare::CompareReport;
-use crate::report::RunReport;
 use crate::headless::sweep::SweepReport;
+use crate::report::RunReport;
 
 use compare::{compare_layout, compare_panels, draw_bars, draw_compare};
 use curves::draw_curves;

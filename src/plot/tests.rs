@@ -6,8 +6,8 @@ use super::style::{color, label_rows, si_tick, trim_number, Marker, TAB10};
 use super::sweep::sweep_axis;
 use super::*;
 use crate::headless::compare::{outliers, ratios, stats, MetricStats};
-use crate::report::{EventReport, Headline, Metrics, RunSeries, SeriesPoint, TaskReport};
 use crate::headless::sweep::SweepRow;
+use crate::report::{EventReport, Headline, Metrics, RunSeries, SeriesPoint, TaskReport};
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
 

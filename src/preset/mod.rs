@@ -14,13 +14,17 @@ use crate::knob::task::{Deadline, Policy, SchedSettings};
 pub mod setting;
 use crate::preset::setting::{parse_duration, NiceLadder, Setting};
 use crate::workload::kinds::{check_param, kind_name, resolve_params, WorkerKind};
+use crate::workload::spec::{Program, TaskSpec};
 
 /// The preset `schedlab` and `schedlab run` use when none is named.
 pub const DEFAULT_PRESET: &str = "pipe-wakeup";
 
 /// The built-in presets, embedded in the binary.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("pipe-wakeup", include_str!("../../presets/pipe-wakeup.toml")),
+    (
+        "pipe-wakeup",
+        include_str!("../../presets/pipe-wakeup.toml"),
+    ),
     (
         "pipe-affinity",
         include_str!("../../presets/pipe-affinity.toml"),
@@ -29,8 +33,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "yield-latency",
         include_str!("../../presets/yield-latency.toml"),
     ),
-    ("rt-throttle", include_str!("../../presets/rt-throttle.toml")),
-    ("nice-ladder", include_str!("../../presets/nice-ladder.toml")),
+    (
+        "rt-throttle",
+        include_str!("../../presets/rt-throttle.toml"),
+    ),
+    (
+        "nice-ladder",
+        include_str!("../../presets/nice-ladder.toml"),
+    ),
     (
         "parallel-build",
         include_str!("../../presets/parallel-build.toml"),
@@ -125,36 +135,6 @@ struct RawVariant {
     set: Vec<String>,
 }
 
-/// What a task runs.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Program {
-    Worker {
-        kind: WorkerKind,
-        params: BTreeMap<String, i64>,
-    },
-    Command(Vec<String>),
-}
-
-impl Program {
-    pub fn kind(&self) -> Option<WorkerKind> {
-        match self {
-            Program::Worker { kind, .. } => Some(*kind),
-            Program::Command(_) => None,
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Program::Worker { kind, params } if params.is_empty() => kind_name(*kind),
-            Program::Worker { kind, params } => {
-                let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("{} ({})", kind_name(*kind), p.join(" "))
-            }
-            Program::Command(argv) => format!("command: {}", argv.join(" ")),
-        }
-    }
-}
-
 /// Where a task may run: every online CPU, or a fixed set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CpuChoice {
@@ -240,21 +220,6 @@ pub struct Preset {
     pub cgroups: BTreeMap<String, BTreeMap<String, String>>,
     /// "built-in" or the file it came from.
     pub source: String,
-}
-
-/// One concrete task of a run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskSpec {
-    pub name: String,
-    pub group: String,
-    pub index: usize,
-    pub program: Program,
-    pub sched: SchedSettings,
-    pub stdin: Option<String>,
-    pub stdout: Option<String>,
-    pub process: Option<String>,
-    pub cgroup: Option<String>,
-    pub poll_stdin: bool,
 }
 
 /// The knobs every task group has, besides its worker kind's parameters.

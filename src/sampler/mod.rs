@@ -382,7 +382,7 @@ impl Sampler {
             .spawn(move || {
                 // Before opening anything: under load a nice-0 thread opening hundreds of
                 // files would take seconds.
-                crate::system::elevate_if_requested(true);
+                crate::knob::task::elevate_if_requested(true);
                 sampler_loop(
                     Reader::new(targets, shm).with_usage(usage),
                     interval,

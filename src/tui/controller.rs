@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::app::Started;
 use crate::knob::sys;
-use crate::preset::Preset;
+use crate::knob::sys::SystemKnobs;
+use crate::lab::describe::Started;
 use crate::lab::record::Recorder;
-use crate::sampler::{Batch, Command as SamplerCommand, Sampler};
-use crate::lab::session::{Session, SystemKnobs};
+use crate::lab::session::Session;
 use crate::preset::setting::Setting;
+use crate::preset::Preset;
+use crate::sampler::{Batch, Command as SamplerCommand, Sampler};
 
 /// Requests from the UI.
 #[derive(Debug)]
@@ -93,7 +94,7 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name("schedlab-controller".into())
         .spawn(move || {
-            crate::system::elevate_if_requested(true);
+            crate::knob::task::elevate_if_requested(true);
             let send = |e: Event| {
                 let _ = events.send(e);
             };

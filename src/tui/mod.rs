@@ -17,8 +17,8 @@ use futures_util::StreamExt;
 
 use crate::app::keys::KeyMap;
 use crate::app::{Action, App, Effect};
+use crate::knob::sys::SystemKnobs;
 use crate::preset::Preset;
-use crate::lab::session::SystemKnobs;
 use controller::{Event, OpenRecorder, Request};
 
 /// How the TUI starts.
@@ -78,8 +78,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// task gone when this returns, also after Ctrl-C, SIGTERM or SIGHUP.
 pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<String>> {
     runtime()?.block_on(async {
-        crate::system::request_elevation(crate::system::Elevation::Realtime);
-        crate::system::elevate_if_requested(false);
+        crate::knob::task::request_elevation(crate::knob::task::Elevation::Realtime);
+        crate::knob::task::elevate_if_requested(false);
         let (ev_tx, events) = tokio::sync::mpsc::unbounded_channel();
         let (ctl, handle) = controller::spawn(
             preset,

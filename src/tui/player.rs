@@ -158,7 +158,7 @@ impl Player {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::tests::{batch, started};
+    use crate::lab::fixtures::{batch, started};
 
     fn recording() -> Vec<Record> {
         let mut r = vec![Record::Started {

@@ -9,9 +9,9 @@ use ratatui::Frame;
 
 use super::theme;
 use crate::app::App;
+use crate::lab::store::TaskRates;
 use crate::preset::Headline;
 use crate::report::si;
-use crate::lab::store::TaskRates;
 
 /// At most this many task lines per chart; the busiest are shown.
 const MAX_LINES: usize = 6;

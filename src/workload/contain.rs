@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::knob::cgroup::{kill_all, procs_below};
+use crate::knob::fs::{kill_all, procs_below};
 
 /// Where one workload's processes are kept.
 pub struct Container {

@@ -7,6 +7,7 @@ pub mod kinds;
 pub mod make;
 pub mod shm;
 pub mod spawn;
+pub mod spec;
 pub mod workers;
 
 pub use spawn::{CannotRun, RunningTask, Workload};

@@ -21,8 +21,8 @@ use super::contain::Container;
 use super::kinds::WorkerKind;
 use super::make::makefile;
 use super::shm::{state, Shm};
+use super::spec::{Program, TaskSpec};
 use super::workers::{ThreadSpec, DATA_IN_FD, DATA_OUT_FD};
-use crate::preset::{Program, TaskSpec};
 
 /// How long the workers get to publish their TIDs.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -550,7 +550,7 @@ impl Cgroups {
         let settled: u64 = if written.is_ok() { need } else { base_now };
         // Best effort: a base left higher than needed only holds back budget until rmdir.
         if settled < need.max(base_now) {
-            let _ = super::sys::write_file(&base_file, &settled.to_string());
+            let _ = super::fs::write_file(&base_file, &settled.to_string());
         }
         written
     }
@@ -640,54 +640,6 @@ impl Cgroups {
     }
 }
 
-/// The processes in the cgroup `dir` and every cgroup below it.
-pub fn procs_below(dir: &Path) -> Vec<i32> {
-    let mut out: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                out.extend(procs_below(&e.path()));
-            }
-        }
-    }
-    out
-}
-
-/// Kill every process in the cgroup `dir` and below, and wait (at most 2 s) until they
-/// are gone; returns how many there were. cgroup v2's cgroup.kill (5.14+) also takes
-/// processes that fork meanwhile; elsewhere the list is killed until it stays empty.
-pub fn kill_all(dir: &Path) -> usize {
-    let first = procs_below(dir);
-    if first.is_empty() {
-        return 0;
-    }
-    let mut killed: std::collections::BTreeSet<i32> = first.iter().copied().collect();
-    let kill_file = dir.join("cgroup.kill");
-    let one_shot = kill_file.exists() && super::sys::write_file(&kill_file, "1").is_ok();
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(2) {
-        let left = procs_below(dir);
-        if left.is_empty() {
-            break;
-        }
-        if !one_shot {
-            for pid in left {
-                killed.insert(pid);
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    killed.len()
-}
-
 fn is_realtime(tid: i32) -> bool {
     // SAFETY: sched_getscheduler takes a plain id and touches no memory of ours.
     let policy = unsafe { libc::sched_getscheduler(tid) };
@@ -707,7 +659,7 @@ fn scale_up(runtime: u64, base_period: u64, period: u64) -> u64 {
 /// Write `value` to `path`; a refusal becomes one line: what went where, the errno, and
 /// why — `why` gives a knob-specific reason, else the generic one for file writes.
 fn write(path: &Path, value: &str, why: impl Fn(Errno) -> Option<String>) -> Result<(), String> {
-    super::sys::write_file(path, value).map_err(|e| {
+    super::fs::write_file(path, value).map_err(|e| {
         let errno = errno_of(&e);
         let text = match why(errno) {
             Some(reason) => format!("{errno:?} ({}): {reason}", errno.desc()),

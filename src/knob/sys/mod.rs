@@ -2,7 +2,6 @@
 //! group scheduling needs), RR timeslice, autogroup, and the debugfs scheduler tunables
 //! and features. Every write is journaled first.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -10,18 +9,11 @@ use serde::Serialize;
 
 use super::errno::{explain, WriteKind};
 use super::features::{self, ORDER_6_12, ORDER_6_12_KERNELS};
-use super::journal::Journal;
+use super::fs::{write_file, DEBUGFS};
+use super::journal::{Journal, Restored};
 
 const SYSCTL: &str = "/proc/sys/kernel";
-pub const DEBUGFS: &str = "/sys/kernel/debug";
-pub const TRACEFS: &str = "/sys/kernel/tracing";
 const CGROUP_V1_CPU: &str = "/sys/fs/cgroup/cpu";
-
-/// Write a value to a knob file in one write(2), as the kernel's handlers expect.
-pub fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-    f.write_all(value.as_bytes())
-}
 
 fn read_trim(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
@@ -143,44 +135,6 @@ fn lockdown_reason() -> String {
                 .into()
         }
     }
-}
-
-/// The id of the mount at `target`, if something is mounted exactly there: the 64-bit
-/// id that is never reused (Linux 6.8+), else the classic one. None if `target` is not
-/// a mount point.
-pub fn mount_id(target: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(target.as_os_str().as_bytes()).ok()?;
-    let stat = |mask: u32| -> Option<libc::statx> {
-        // SAFETY: statx writes one struct statx; zeroed is a valid initial value.
-        let mut buf: libc::statx = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::statx(
-                libc::AT_FDCWD,
-                c.as_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-                mask | libc::STATX_BASIC_STATS,
-                &mut buf,
-            )
-        };
-        (rc == 0).then_some(buf)
-    };
-    let here = stat(libc::STATX_MNT_ID_UNIQUE).or_else(|| stat(libc::STATX_MNT_ID))?;
-    // A mount point is the root of its mount: its parent lies in another mount.
-    let parent = target.parent()?;
-    let pc = std::ffi::CString::new(parent.as_os_str().as_bytes()).ok()?;
-    // SAFETY: as above.
-    let mut up: libc::statx = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            pc.as_ptr(),
-            0,
-            here.stx_mask & (libc::STATX_MNT_ID_UNIQUE | libc::STATX_MNT_ID),
-            &mut up,
-        )
-    };
-    (rc == 0 && up.stx_mnt_id != here.stx_mnt_id).then_some(here.stx_mnt_id)
 }
 
 /// Mount debugfs for this run; journaled once it is mounted (a mount that failed leaves
@@ -822,6 +776,50 @@ fn set_rt_period(ctx: &mut SetContext, value: &str) -> Result<(), String> {
     } else {
         journaled_write(ctx, &knob, &sysctl, &new.to_string())?;
         journaled_write(ctx, &knob, &root_period, &new.to_string())
+    }
+}
+
+/// System-wide knob state for one schedlab process: what the machine allows, and the
+/// journal that restores every change (also when dropped).
+pub struct SystemKnobs {
+    pub journal: Journal,
+    pub probe: Probe,
+    pub allow_unthrottled_rt: bool,
+}
+
+impl SystemKnobs {
+    pub fn new(journal_path: PathBuf) -> SystemKnobs {
+        SystemKnobs {
+            journal: Journal::new(journal_path),
+            probe: Probe::detect(),
+            allow_unthrottled_rt: false,
+        }
+    }
+
+    /// Mount debugfs for this run (undone at exit) and look at the machine again.
+    pub fn mount_debugfs(&mut self) -> Result<(), String> {
+        mount_debugfs(&mut self.journal)?;
+        self.probe = Probe::detect();
+        Ok(())
+    }
+
+    /// Set a system knob; `rt_running` says whether RT spinners are alive.
+    pub fn set(&mut self, knob: &SysKnob, value: &str, rt_running: bool) -> Result<String, String> {
+        let mut ctx = SetContext {
+            journal: &mut self.journal,
+            probe: &self.probe,
+            rt_tasks_running: rt_running,
+            allow_unthrottled_rt: self.allow_unthrottled_rt,
+        };
+        set(knob, value, &mut ctx)
+    }
+
+    pub fn restore(&mut self) -> Vec<Restored> {
+        self.journal.restore()
+    }
+
+    pub fn journal_path(&self) -> &Path {
+        self.journal.path()
     }
 }
 
