@@ -5,7 +5,7 @@
 pub mod keys;
 mod modal;
 
-use std::collections::{BTreeMap, VecDeque};
+
 use std::time::Duration;
 
 use crossterm::event::KeyEvent;
@@ -15,7 +15,6 @@ use crate::knob::task::Policy;
 use crate::lab::store::Store;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, TaskSample};
-use crate::workload::histogram::Histogram;
 use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
@@ -63,19 +62,13 @@ pub enum Panel {
     Knobs,
 }
 
-/// Live data from the sampler, turned into what the graphs need.
+/// Live data: the store the samples feed, and what the screen adds to it.
 #[derive(Clone, Debug)]
 pub struct Live {
     pub tasks: Vec<TaskInfo>,
     pub store: Store,
-    /// The latest raw sample of each task (policy, nice, CPUs as the kernel reports).
-    pub last: Vec<TaskSample>,
     /// Successful knob changes: (seconds since start, "writer.policy -> batch").
     pub marks: Vec<(f64, String)>,
-    /// Per-interval latency percentiles: (t, p50 ns, p99 ns).
-    pub latency: VecDeque<(f64, f64, f64)>,
-    latency_prev: Option<Histogram>,
-    pub latency_total: Option<Histogram>,
 }
 
 /// Points kept per series: 10 minutes at 100 ms.
@@ -85,80 +78,14 @@ impl Live {
     pub fn new(tasks: Vec<TaskInfo>) -> Live {
         Live {
             store: Store::new(tasks.len(), RETENTION),
-            last: vec![TaskSample::default(); tasks.len()],
             tasks,
             marks: Vec::new(),
-            latency: VecDeque::new(),
-            latency_prev: None,
-            latency_total: None,
         }
     }
 
     /// Seconds from the first sample to the latest.
     pub fn now_s(&self) -> f64 {
         self.store.elapsed_s()
-    }
-
-    /// CPU that other programs took on the experiment's CPUs in the latest interval,
-    /// when it is above the limit a result is flagged at.
-    pub fn foreign_load(&self) -> Option<f64> {
-        self.store
-            .foreign
-            .back()
-            .map(|(_, f)| *f)
-            .filter(|&f| f > crate::report::FOREIGN_LIMIT_CPU)
-    }
-
-    /// How many CPUs the run's real-time tasks kept (nearly) to themselves in the latest
-    /// interval. When that is every CPU, fair-class programs - the terminal showing this
-    /// screen among them - get only what RT throttling leaves.
-    pub fn cpus_held_by_rt(&self) -> usize {
-        let mut held: BTreeMap<u32, f64> = BTreeMap::new();
-        for (series, sample) in self.store.tasks.iter().zip(&self.last) {
-            let rt = matches!(sample.policy(), Some(1 | 2));
-            if let (true, Some(p)) = (rt, series.points.back()) {
-                if let Some(cpu) = p.cpu {
-                    *held.entry(cpu).or_default() += p.cpu_share;
-                }
-            }
-        }
-        held.values().filter(|&&share| share >= 0.9).count()
-    }
-
-    fn ingest(&mut self, batch: &Batch) {
-        self.store.push(batch);
-        for s in &batch.tasks {
-            if let Some(slot) = self.last.get_mut(s.id) {
-                slot.clone_from(s);
-            }
-        }
-        let mut merged: Option<Histogram> = None;
-        for s in &batch.tasks {
-            if self.tasks.get(s.id).is_some_and(|t| t.measures_latency) && s.latency.count > 0 {
-                merged
-                    .get_or_insert_with(|| Histogram::from_values([]))
-                    .merge(&s.latency);
-            }
-        }
-        if let Some(total) = merged {
-            let delta = match &self.latency_prev {
-                Some(prev) => total.since(prev),
-                None => total.clone(),
-            };
-            if delta.count > 0 {
-                let t = self.store.t_s(batch.t_ns);
-                self.latency.push_back((
-                    t,
-                    delta.quantile(0.5) as f64,
-                    delta.quantile(0.99) as f64,
-                ));
-                if self.latency.len() > RETENTION {
-                    self.latency.pop_front();
-                }
-            }
-            self.latency_prev = Some(total.clone());
-            self.latency_total = Some(total);
-        }
     }
 }
 
@@ -237,7 +164,7 @@ impl App {
 
     /// The latest sample of the selected task.
     pub fn selected_sample(&self) -> Option<&TaskSample> {
-        self.live.last.get(self.ui.selected_task)
+        self.live.store.latest.get(self.ui.selected_task)
     }
 
     fn say(&mut self, text: impl Into<String>) {
@@ -272,7 +199,7 @@ impl App {
             Action::Batch(batch) => {
                 // A paused replay still takes the samples it is stepped or seeked to.
                 if !self.ui.paused || self.replay {
-                    self.live.ingest(&batch);
+                    self.live.store.push(&batch);
                 }
                 Vec::new()
             }

@@ -49,7 +49,7 @@ fn started_and_batches_fill_the_live_data() {
     assert_eq!(app.kernel, "6.18.0-test");
     let fifo = app.live.store.tasks[0].points.back().expect("rates");
     assert!((fifo.cpu_share - 0.9).abs() < 1e-6);
-    assert_eq!(app.live.last[1].nice(), Some(-20));
+    assert_eq!(app.live.store.latest[1].nice(), Some(-20));
     assert!((app.live.now_s() - 4.0).abs() < 1e-9);
     assert!(!app.ui.status_is_error);
 }
@@ -344,8 +344,8 @@ fn latency_presets_get_per_interval_percentiles() {
         );
         app.update(Action::Batch(Box::new(b)));
     }
-    assert_eq!(app.live.latency.len(), 3);
-    let (_, p50, p99) = app.live.latency[2];
+    assert_eq!(app.live.store.latency.len(), 3);
+    let (_, p50, p99) = app.live.store.latency[2];
     assert!(p50 >= 1000.0 && p99 >= p50, "{p50} {p99}");
 }
 
@@ -357,16 +357,16 @@ fn the_header_flags_foreign_load_and_rt_tasks_holding_every_cpu() {
         app.update(Action::Batch(Box::new(batch(t))));
     }
     // fifo holds 0.9 of CPU 0; CPU 1 is free: one CPU held, the terminal has the other.
-    assert_eq!(app.live.cpus_held_by_rt(), 1);
+    assert_eq!(app.live.store.cpus_held_by_rt(), 1);
     // The batches' CPU 0 is 98 % busy, the tasks use 100 % of it... and CPU 1 is 5 %
     // busy with nobody of ours on it, but only CPU 0 is the experiment's: no flag.
-    assert_eq!(app.live.foreign_load(), None);
+    assert_eq!(app.live.store.foreign_now(), None);
     // Another program takes CPU 0's fair share: busy stays, the tasks lose 0.5 CPU.
     let mut b = batch(3);
     if let Some(ss) = b.tasks[0].schedstat.as_mut() {
         ss.run_ns -= 500_000_000;
     }
     app.update(Action::Batch(Box::new(b)));
-    let f = app.live.foreign_load().expect("flagged");
+    let f = app.live.store.foreign_now().expect("flagged");
     assert!((f - 0.5).abs() < 0.05, "{f}");
 }

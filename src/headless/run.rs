@@ -15,12 +15,12 @@ use crate::knob::sys::SystemKnobs;
 use crate::knob::task::Policy;
 use crate::lab::record::{FileRecorder, Recorder};
 use crate::lab::session::Session;
-use crate::lab::store::{Store, TaskRates};
+use crate::lab::store::{Store, TaskRates, FOREIGN_LIMIT_CPU};
 use crate::preset::setting::Setting;
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::report::{
     ns, rate, CpuPoint, CpuReport, CsvRow, EventReport, Headline, Metrics, Observer, RunReport,
-    RunSeries, SeriesPoint, StageReport, TaskReport, FOREIGN_LIMIT_CPU,
+    RunSeries, SeriesPoint, StageReport, TaskReport,
 };
 use crate::sampler::parse::policy_name;
 use crate::sampler::{Command, Sampler, TaskSample};

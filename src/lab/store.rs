@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use crate::cpuset::CpuSet;
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
+use crate::workload::histogram::Histogram;
 
 /// Rates of one task over one interval (or a whole run).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -187,7 +188,11 @@ pub struct TaskSeries {
     pub exited: bool,
 }
 
-/// Every task's and CPU's history for one run.
+/// CPU time (in CPUs) others may take on the experiment's CPUs before a result is
+/// flagged: an idle machine here shows up to 0.08 (kernel threads, the hypervisor).
+pub const FOREIGN_LIMIT_CPU: f64 = 0.1;
+
+/// Every task's and CPU's history for one run: the one place samples become numbers.
 #[derive(Clone, Debug)]
 pub struct Store {
     pub start_ns: Option<u64>,
@@ -196,6 +201,15 @@ pub struct Store {
     /// Where the whole-run summaries start: the first batch, or the first after the warm-up.
     summary_ns: Option<u64>,
     pub tasks: Vec<TaskSeries>,
+    /// The latest sample of each task, alive or not (policy, nice, CPUs as the kernel
+    /// reports them).
+    pub latest: Vec<TaskSample>,
+    /// Per-interval latency percentiles of the tasks that measure latency, merged:
+    /// (t, p50 ns, p99 ns).
+    pub latency: VecDeque<(f64, f64, f64)>,
+    latency_prev: Option<Histogram>,
+    /// Every latency sample so far, merged over the tasks.
+    pub latency_total: Option<Histogram>,
     pub cpus: Vec<VecDeque<(f64, CpuRates)>>,
     /// CPU taken by others on the experiment's CPUs, per /proc/stat interval (in CPUs).
     pub foreign: VecDeque<(f64, f64)>,
@@ -219,6 +233,10 @@ impl Store {
             last_ns: None,
             summary_ns: None,
             tasks: vec![TaskSeries::default(); tasks],
+            latest: vec![TaskSample::default(); tasks],
+            latency: VecDeque::new(),
+            latency_prev: None,
+            latency_total: None,
             cpus: Vec::new(),
             foreign: VecDeque::new(),
             used: CpuSet::new(),
@@ -298,6 +316,12 @@ impl Store {
                 None => series.last = Some((read_at, sample.clone())),
             }
         }
+        for s in &batch.tasks {
+            if let Some(slot) = self.latest.get_mut(s.id) {
+                slot.clone_from(s);
+            }
+        }
+        self.push_latency(batch);
         let sys = &batch.system;
         if sys.cpus.is_empty() {
             // This round did not read /proc/stat.
@@ -341,6 +365,61 @@ impl Store {
         }
         self.prev_system = Some(snapshot);
         new_points
+    }
+
+    /// Merge the batch's latency histograms (only tasks that measure latency have any) and
+    /// add the interval's percentiles to the series.
+    fn push_latency(&mut self, batch: &Batch) {
+        let mut merged: Option<Histogram> = None;
+        for s in &batch.tasks {
+            if s.latency.count > 0 || s.latency.dropped > 0 {
+                merged
+                    .get_or_insert_with(|| Histogram::from_values([]))
+                    .merge(&s.latency);
+            }
+        }
+        let Some(total) = merged else { return };
+        let delta = match &self.latency_prev {
+            Some(prev) => total.since(prev),
+            None => total.clone(),
+        };
+        if delta.count > 0 {
+            if self.latency.len() == self.retention {
+                self.latency.pop_front();
+            }
+            self.latency.push_back((
+                self.t_s(batch.t_ns),
+                delta.quantile(0.5) as f64,
+                delta.quantile(0.99) as f64,
+            ));
+        }
+        self.latency_prev = Some(total.clone());
+        self.latency_total = Some(total);
+    }
+
+    /// CPU others took on the experiment's CPUs in the latest interval, when it is above
+    /// the limit a result is flagged at.
+    pub fn foreign_now(&self) -> Option<f64> {
+        self.foreign
+            .back()
+            .map(|(_, f)| *f)
+            .filter(|&f| f > FOREIGN_LIMIT_CPU)
+    }
+
+    /// How many CPUs the run's real-time tasks kept (nearly) to themselves in the latest
+    /// interval. When that is every CPU, fair-class programs - a terminal among them -
+    /// get only what RT throttling leaves.
+    pub fn cpus_held_by_rt(&self) -> usize {
+        let mut held: std::collections::BTreeMap<u32, f64> = std::collections::BTreeMap::new();
+        for (series, sample) in self.tasks.iter().zip(&self.latest) {
+            let rt = matches!(sample.policy(), Some(1 | 2));
+            if let (true, Some(p)) = (rt, series.points.back()) {
+                if let Some(cpu) = p.cpu {
+                    *held.entry(cpu).or_default() += p.cpu_share;
+                }
+            }
+        }
+        held.values().filter(|&&share| share >= 0.9).count()
     }
 
     /// A task's rates over everything sampled so far (first to last live sample).

@@ -114,7 +114,8 @@ pub struct RunReport {
     /// any, the numbers are not the experiment's (`partial`).
     pub refused: Vec<String>,
     pub partial: bool,
-    /// Other programs took more than [`FOREIGN_LIMIT_CPU`] of the experiment's CPUs.
+    /// Other programs took more than [`crate::lab::store::FOREIGN_LIMIT_CPU`] of the
+    /// experiment's CPUs.
     pub foreign_load: bool,
     /// Knob changes during the run (`--at`), with the kernel's answer.
     pub events: Vec<EventReport>,
@@ -125,10 +126,6 @@ pub struct RunReport {
     #[serde(skip)]
     pub series: RunSeries,
 }
-
-/// CPU time (in CPUs) others may take on the experiment's CPUs before a result is
-/// flagged: an idle machine here shows up to 0.08 (kernel threads, the hypervisor).
-pub const FOREIGN_LIMIT_CPU: f64 = 0.1;
 
 /// The instrument's own cost during a run: CPU time of schedlab's threads (not the
 /// workers') from the first sample to the last.

@@ -209,9 +209,9 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         .as_ref()
         .map(|p| (p.headline, p.metric_task.clone()));
     match headline {
-        Some((Headline::Latency, group)) if !app.live.latency.is_empty() => {
+        Some((Headline::Latency, group)) if !app.live.store.latency.is_empty() => {
             let pts = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-                app.live
+                app.live.store
                     .latency
                     .iter()
                     .filter(|p| p.0 >= from)

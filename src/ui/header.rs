@@ -38,13 +38,13 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             },
         ),
     ];
-    if let Some(f) = app.live.foreign_load() {
+    if let Some(f) = app.live.store.foreign_now() {
         spans.push(Span::styled(
             format!("  FOREIGN LOAD {f:.1} CPU"),
             theme::error(app),
         ));
     }
-    if app.cpus > 0 && app.live.cpus_held_by_rt() >= app.cpus {
+    if app.cpus > 0 && app.live.store.cpus_held_by_rt() >= app.cpus {
         // The terminal is a fair-class program: keys and redraws now wait for the
         // windows RT throttling leaves (measured: up to 1.5 s).
         spans.push(Span::styled("  RT HOLDS ALL CPUS", theme::error(app)));

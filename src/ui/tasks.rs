@@ -55,7 +55,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         .skip(offset)
         .take(visible)
         .map(|(i, t)| {
-            let s = app.live.last.get(i);
+            let s = app.live.store.latest.get(i);
             let r = app
                 .live
                 .store
