@@ -719,7 +719,7 @@ fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
         .output()
         .expect("second run");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "the lock-held exit code");
+    assert_eq!(out.status.code(), Some(4), "the lock-held exit code: {err}");
     assert!(
         err.contains(&format!("another schedlab (pid {})", first.id())),
         "{err}"

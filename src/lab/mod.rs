@@ -2,6 +2,7 @@
 //! recorder and the log of knob changes.
 
 pub mod describe;
+pub mod experiment;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod record;

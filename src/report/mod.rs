@@ -5,7 +5,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+pub mod build;
+pub mod csv;
+
 use crate::workload::histogram::Percentiles;
+pub use crate::lab::experiment::Observer;
 
 /// One task's line of a run report. Policy, nice, priority and CPUs are what the kernel
 /// reported at the end of the run, not what was asked for.
@@ -125,27 +129,6 @@ pub struct RunReport {
     /// The sampled time series (for plots and recordings; the CSV has it too).
     #[serde(skip)]
     pub series: RunSeries,
-}
-
-/// The instrument's own cost during a run: CPU time of schedlab's threads (not the
-/// workers') from the first sample to the last.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
-pub struct Observer {
-    /// schedlab's CPU time in seconds.
-    pub cpu_s: f64,
-    /// The same as a fraction of one CPU over the run.
-    pub cpu_share: f64,
-    /// Sampling rounds taken.
-    pub samples: u64,
-    /// schedlab's CPU per task per round, in microseconds.
-    pub per_task_sample_us: f64,
-    /// Of that, the sampler's reading and parsing alone (its rounds' wall time).
-    pub sampler_per_task_sample_us: f64,
-    /// Seconds from the command to the open start gate: spawning every task, waiting
-    /// for each to publish itself, applying its settings.
-    pub start_s: f64,
-    /// Seconds to kill every task and reap it at the end.
-    pub stop_s: f64,
 }
 
 /// One task's rates at one sample.
@@ -389,50 +372,6 @@ pub fn verdict_prefix(r: &RunReport) -> String {
         String::new()
     } else {
         format!("NOT THE EXPERIMENT ({}): ", why.join(", "))
-    }
-}
-
-/// One row of the CSV time series: a task's sample, or (with `event` set and the
-/// numbers empty) a knob change at that moment.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct CsvRow<'a> {
-    pub t_s: f64,
-    pub task: &'a str,
-    pub pid: Option<i32>,
-    pub tid: Option<i32>,
-    pub policy: &'a str,
-    pub nice: Option<i32>,
-    pub cpu: Option<u32>,
-    pub cpu_share: Option<f64>,
-    pub wait_share: Option<f64>,
-    pub switches_per_s: Option<f64>,
-    pub voluntary_per_s: Option<f64>,
-    pub involuntary_per_s: Option<f64>,
-    pub migrations_per_s: Option<f64>,
-    pub progress_per_s: Option<f64>,
-    pub event: String,
-}
-
-impl<'a> CsvRow<'a> {
-    /// The row that marks a knob change.
-    pub fn event(e: &EventReport, target: &'a str) -> CsvRow<'a> {
-        CsvRow {
-            t_s: (e.t_s * 1000.0).round() / 1000.0,
-            task: target,
-            pid: None,
-            tid: None,
-            policy: "",
-            nice: None,
-            cpu: None,
-            cpu_share: None,
-            wait_share: None,
-            switches_per_s: None,
-            voluntary_per_s: None,
-            involuntary_per_s: None,
-            migrations_per_s: None,
-            progress_per_s: None,
-            event: format!("{} ({})", e.setting, e.result),
-        }
     }
 }
 

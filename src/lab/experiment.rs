@@ -1,0 +1,307 @@
+//! One home for a running experiment: the session (workload and task knobs), the sampler
+//! thread, the store the samples feed, a recorder when asked, and the log of knob
+//! changes. `run`, `sweep`, `compare`, `check` and the workbench's controller all drive
+//! an [`Experiment`]: start, poll for samples, apply knobs, stop.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::describe::Started;
+use super::record::Recorder;
+use super::session::Session;
+use super::store::{Store, TaskRates};
+use crate::knob::sys::{SysKnob, SystemKnobs};
+use crate::preset::setting::Setting;
+use crate::preset::Preset;
+use crate::sampler::{Batch, Command, Sampler};
+use crate::workload::shm::monotonic_ns;
+
+/// How an experiment samples and summarises.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub interval: Duration,
+    /// Points kept per series.
+    pub retention: usize,
+    /// Start-up time the whole-run summaries leave out.
+    pub warmup: Duration,
+}
+
+/// A knob change and what came of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnobEvent {
+    /// On the samples' clock, taken once the change is in: a sample stamped before it
+    /// never shows the new value.
+    pub t_s: f64,
+    pub setting: Setting,
+    pub result: Result<String, String>,
+}
+
+/// The instrument's own cost during a run: CPU time of schedlab's threads (not the
+/// workers') from the first sample to the last.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Observer {
+    /// schedlab's CPU time in seconds.
+    pub cpu_s: f64,
+    /// The same as a fraction of one CPU over the run.
+    pub cpu_share: f64,
+    /// Sampling rounds taken.
+    pub samples: u64,
+    /// schedlab's CPU per task per round, in microseconds.
+    pub per_task_sample_us: f64,
+    /// Of that, the sampler's reading and parsing alone (its rounds' wall time).
+    pub sampler_per_task_sample_us: f64,
+    /// Seconds from the command to the open start gate: spawning every task, waiting
+    /// for each to publish itself, applying its settings.
+    pub start_s: f64,
+    /// Seconds to kill every task and reap it at the end.
+    pub stop_s: f64,
+}
+
+/// One sampling round, taken in: the batch (for recordings, the workbench, a CSV) and
+/// the rate points it added to the store.
+pub struct Polled {
+    pub batch: Batch,
+    pub points: Vec<(usize, TaskRates)>,
+}
+
+/// A running experiment. Dropping it stops the workload (every task and what it forked).
+pub struct Experiment {
+    session: Session,
+    sampler: Sampler,
+    store: Store,
+    recorder: Option<Box<dyn Recorder>>,
+    events: Vec<KnobEvent>,
+    started: Started,
+    /// When sampling started: the run's clock before its first batch.
+    begun: Instant,
+    cpu_at_start: u64,
+    rounds: u64,
+    sampler_ns: u64,
+    start_s: f64,
+    /// Reaping costs a wait4 per process: done when a sample shows a task gone, and
+    /// otherwise every [`REAP_EVERY`] (a process can exit between a task's reads).
+    reap_now: bool,
+    last_reap: Instant,
+    /// When the last round was asked for (CLOCK_MONOTONIC ns).
+    last_asked: Option<u64>,
+}
+
+const REAP_EVERY: Duration = Duration::from_millis(100);
+
+impl Experiment {
+    /// Start `preset`'s tasks, apply their settings and `system_sets`, open the gate
+    /// and start sampling. Task settings the kernel refuses are in
+    /// [`Started::warnings`]; a refused system setting is an error.
+    pub fn start(
+        preset: Preset,
+        system_sets: &[(SysKnob, Setting)],
+        exe: &Path,
+        sys: &mut SystemKnobs,
+        opts: &Options,
+    ) -> Result<Experiment> {
+        let begun = Instant::now();
+        let (session, warnings) = Session::start(preset, system_sets, exe, sys)?;
+        let targets = session.sampler_targets();
+        let store = Store::new(targets.len(), opts.retention).with_warmup(opts.warmup);
+        let started = session.started_info(warnings);
+        session.open_gate();
+        let start_s = begun.elapsed().as_secs_f64();
+        let sampler = Sampler::spawn(
+            targets,
+            Some(session.workload.shm()),
+            session.workload.usage().cloned(),
+            opts.interval,
+        )
+        .context("starting the sampler thread")?;
+        Ok(Experiment {
+            session,
+            sampler,
+            store,
+            recorder: None,
+            events: Vec::new(),
+            started,
+            begun: Instant::now(),
+            cpu_at_start: crate::system::own_cpu_ns(),
+            rounds: 0,
+            sampler_ns: 0,
+            start_s,
+            reap_now: false,
+            last_reap: Instant::now(),
+            last_asked: None,
+        })
+    }
+
+    /// What the experiment is: preset, tasks, machine, and the settings refused at start.
+    pub fn started(&self) -> &Started {
+        &self.started
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn events(&self) -> &[KnobEvent] {
+        &self.events
+    }
+
+    /// Record from now on (`Some`), beginning with what the experiment is and the system
+    /// knobs; or stop recording (`None`).
+    pub fn record(&mut self, recorder: Option<Box<dyn Recorder>>, sys: &SystemKnobs) {
+        self.recorder = recorder;
+        if let Some(r) = self.recorder.as_mut() {
+            r.started(&self.started);
+            r.system_knobs(&crate::knob::sys::list(&sys.probe));
+        }
+    }
+
+    /// Note a change made before the start (a system knob of the command line) in the
+    /// recording.
+    pub fn record_knob(&mut self, setting: &str, result: &Result<String, String>) {
+        if let Some(r) = self.recorder.as_mut() {
+            r.knob(setting, result);
+        }
+    }
+
+    /// Time into the run on the samples' clock (from the first batch); before it, since
+    /// sampling started.
+    pub fn elapsed(&self) -> Duration {
+        match self.store.start_ns {
+            Some(t0) => Duration::from_nanos(monotonic_ns().saturating_sub(t0)),
+            None => self.begun.elapsed(),
+        }
+    }
+
+    /// Time until the next reap is due.
+    pub fn reap_due_in(&self) -> Duration {
+        REAP_EVERY.saturating_sub(self.last_reap.elapsed())
+    }
+
+    /// The next round, if one comes within `timeout`: taken into the store and the
+    /// recording. Give the batch back with [`Experiment::recycle`] when done with it.
+    pub fn poll(&mut self, timeout: Duration) -> Option<Polled> {
+        let batch = self.sampler.recv_timeout(timeout)?;
+        self.rounds += 1;
+        self.sampler_ns += batch.cost_ns;
+        self.reap_now |= batch.tasks.iter().any(|t| !t.alive);
+        if let Some(r) = self.recorder.as_mut() {
+            r.batch(&batch);
+        }
+        let points = self.store.push(&batch);
+        Some(Polled { batch, points })
+    }
+
+    /// Hand a batch back so the sampler can reuse its buffers.
+    pub fn recycle(&self, batch: Batch) {
+        self.sampler.recycle(batch);
+    }
+
+    /// Change a knob while the experiment runs; the change is logged, recorded and
+    /// read back in the next round.
+    pub fn apply(&mut self, setting: &Setting, sys: &mut SystemKnobs) -> &KnobEvent {
+        let result = self.session.apply(setting, sys);
+        let t_s = self.store.t_s(monotonic_ns());
+        self.sampler.send(Command::RefreshStatus);
+        self.record_knob(&setting.to_string(), &result);
+        self.events.push(KnobEvent {
+            t_s,
+            setting: setting.clone(),
+            result,
+        });
+        let last = self.events.len() - 1;
+        &self.events[last]
+    }
+
+    pub fn set_interval(&self, d: Duration) {
+        self.sampler.send(Command::SetInterval(d));
+    }
+
+    pub fn pause(&self, paused: bool) {
+        self.sampler.send(Command::Pause(paused));
+    }
+
+    /// Whether every task's process has exited (reaped at most every 100 ms, or at
+    /// once when a sample showed a task gone).
+    pub fn all_exited(&mut self) -> bool {
+        if !self.reap_now && self.last_reap.elapsed() < REAP_EVERY {
+            return false;
+        }
+        self.reap_now = false;
+        self.last_reap = Instant::now();
+        self.session.workload.all_exited()
+    }
+
+    /// Ask for one more round so a run ends on a fresh sample.
+    pub fn ask_last_sample(&mut self) {
+        // Taken before asking, or the answer could predate it.
+        self.last_asked = Some(monotonic_ns());
+        self.sampler.send(Command::SampleNow);
+    }
+
+    /// Whether the last round was asked for.
+    pub fn ending(&self) -> bool {
+        self.last_asked.is_some()
+    }
+
+    /// Whether `batch` is the round asked for last: read after the asking (batches
+    /// queued before it, while the caller was busy with a slow knob write, are not).
+    pub fn is_last(&self, batch: &Batch) -> bool {
+        self.last_asked.is_some_and(|asked| batch.t_ns >= asked)
+    }
+
+    /// Stop sampling and the workload; what the experiment was and measured stays.
+    pub fn stop(self) -> Finished {
+        let Experiment {
+            mut session,
+            sampler,
+            store,
+            events,
+            started,
+            cpu_at_start,
+            rounds,
+            sampler_ns,
+            start_s,
+            ..
+        } = self;
+        // Before the sampler thread ends: its CPU time goes with it.
+        let cpu_ns = crate::system::own_cpu_ns().saturating_sub(cpu_at_start);
+        drop(sampler);
+        let stopping = Instant::now();
+        session.workload.stop();
+        let stop_s = stopping.elapsed().as_secs_f64();
+        let task_samples = (rounds * session.workload.tasks.len() as u64).max(1) as f64;
+        let duration_s = store.elapsed_s();
+        let observer = Observer {
+            cpu_s: cpu_ns as f64 / 1e9,
+            cpu_share: cpu_ns as f64 / 1e9 / duration_s.max(1e-9),
+            samples: rounds,
+            per_task_sample_us: cpu_ns as f64 / 1e3 / task_samples,
+            sampler_per_task_sample_us: sampler_ns as f64 / 1e3 / task_samples,
+            start_s,
+            stop_s,
+        };
+        Finished {
+            session,
+            store,
+            events,
+            started,
+            observer,
+        }
+    }
+}
+
+/// An experiment that has stopped: what it ran, what it measured, what changed.
+pub struct Finished {
+    /// The session with its workload stopped (exit statuses, shared memory).
+    pub session: Session,
+    pub store: Store,
+    pub events: Vec<KnobEvent>,
+    pub started: Started,
+    pub observer: Observer,
+}

@@ -1,0 +1,381 @@
+//! A finished experiment turned into its report: each task as the kernel saw it, the
+//! preset's headline, what was refused, foreign load and the instrument's own cost.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use super::{
+    ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
+    SeriesPoint, StageReport, TaskReport,
+};
+use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
+use crate::knob::task::Policy;
+use crate::lab::experiment::{Finished, KnobEvent};
+use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
+use crate::preset::{Headline as HeadlineKind, Preset};
+use crate::sampler::parse::policy_name;
+use crate::sampler::TaskSample;
+use crate::workload::histogram::Percentiles;
+use crate::workload::kinds::WorkerKind;
+use crate::workload::make::STAGES;
+use crate::workload::shm::{Shm, STAGE_WORDS};
+use crate::workload::{RunningTask, Workload};
+
+/// What the report needs to know beyond the experiment: what the user asked for.
+pub struct Asked<'a> {
+    pub interval_ms: f64,
+    pub overrides: &'a [String],
+    pub interrupted: bool,
+}
+
+/// The report of a finished experiment.
+pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
+    let preset = &f.session.preset;
+    let store = &f.store;
+    let workload = &f.session.workload;
+    let mut tasks: Vec<TaskReport> = workload
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(id, t)| task_report(store, id, t, workload))
+        .collect();
+    let fairness = (preset.headline == HeadlineKind::Fairness)
+        .then(|| fill_ideal_shares(preset, &mut tasks, &f.session.online));
+    let (throughput, unit) = throughput(preset, &tasks, workload);
+    let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
+    let latency_ns = store.latency_total.as_ref().and_then(|h| h.percentiles());
+    let headline = headline(preset, &tasks, throughput, &unit, latency_ns, latency_dropped, fairness);
+    let cpu = cpu_reports(store);
+    let cpu_idle_share = if cpu.is_empty() {
+        0.0
+    } else {
+        cpu.iter().map(|c| c.idle).sum::<f64>() / cpu.len() as f64
+    };
+    let refused = f.started.warnings.clone();
+    let mut report = RunReport {
+        preset: preset.name.clone(),
+        kernel: f.started.kernel.clone(),
+        cpus: f.started.cpus,
+        duration_s: store.elapsed_s(),
+        summary_from_s: store.summary_start_s(),
+        summary_s: store.summary_s(),
+        interval_ms: asked.interval_ms,
+        settings: preset.knob_table().into_iter().collect::<BTreeMap<_, _>>(),
+        overrides: asked.overrides.to_vec(),
+        tasks,
+        metrics: Metrics {
+            throughput_per_s: throughput,
+            throughput_unit: unit,
+            latency_ns,
+            latency_dropped,
+            fairness_error: fairness,
+            stages: stages(workload, store.start_ns.unwrap_or(0)),
+            cpu,
+            cpu_idle_share,
+            // Without a cgroup, what a command forks is not counted as the experiment's.
+            foreign_cpu: store
+                .foreign_summary()
+                .filter(|_| workload.usage().is_some() || !workload.forks()),
+            headline,
+        },
+        partial: !refused.is_empty(),
+        warnings: refused.clone(),
+        refused,
+        foreign_load: false,
+        events: f.events.iter().map(event_report).collect(),
+        interrupted: asked.interrupted,
+        observer: f.observer,
+        series: series(store, workload),
+    };
+    flag_foreign_load(&mut report, store, workload);
+    report
+}
+
+/// A knob event as the report and the CSV show it.
+pub fn event_report(e: &KnobEvent) -> EventReport {
+    EventReport {
+        t_s: e.t_s,
+        setting: e.setting.to_string(),
+        result: match &e.result {
+            Ok(v) => format!("ok: {v}"),
+            Err(e) => format!("refused: {e}"),
+        },
+        ok: e.result.is_ok(),
+    }
+}
+
+/// Say when others took more of the experiment's CPUs than the limit, or that it could
+/// not be measured.
+fn flag_foreign_load(report: &mut RunReport, store: &Store, workload: &Workload) {
+    match report.metrics.foreign_cpu {
+        Some(f) if f > FOREIGN_LIMIT_CPU => {
+            report.foreign_load = true;
+            report.warnings.push(format!(
+                "other programs took {f:.2} CPU on the experiment's CPUs ({}) while it ran: the numbers are not the experiment alone",
+                store.used_cpus().to_list()
+            ));
+        }
+        Some(_) => {}
+        None if workload.forks() => report.warnings.push(format!(
+            "foreign load not measured: this run's commands start processes schedlab can only count inside a cgroup, and it has none ({})",
+            workload.why_uncontained().unwrap_or("no cgroup")
+        )),
+        None => {}
+    }
+}
+
+/// The kernel's view of a task from its last sample.
+fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload) -> TaskReport {
+    let series = &store.tasks[id];
+    let last = series.last.as_ref().map(|(_, s)| s);
+    let first = series.first.as_ref().map(|(_, s)| s);
+    let rates = store.summary(id).unwrap_or_default();
+    let policy = last
+        .and_then(TaskSample::policy)
+        .map_or("unknown", policy_name);
+    let exit = workload.exit_status(task).filter(|_| series.exited);
+    TaskReport {
+        name: task.name.clone(),
+        group: task.group.clone(),
+        pid: task.pid,
+        tid: task.tid,
+        policy: policy.to_string(),
+        nice: last.and_then(|s| s.stat).map_or(0, |s| s.nice),
+        rt_priority: last
+            .and_then(|s| s.stat)
+            .and_then(|s| s.rt_priority)
+            .unwrap_or(0),
+        cpus: last
+            .and_then(|s| s.cpus_allowed)
+            .map_or_else(String::new, |c| c.to_list()),
+        last_cpu: rates.cpu,
+        cpu_share: rates.cpu_share,
+        wait_share: rates.wait_share,
+        switches_per_s: rates.switches_per_s,
+        voluntary_per_s: rates.voluntary_per_s,
+        involuntary_per_s: rates.involuntary_per_s,
+        migrations_per_s: rates.migrations_per_s,
+        progress_per_s: store.progress_per_s(id, store.summary_s()),
+        progress_unit: task.progress_unit.to_string(),
+        progress_total: match (first, last) {
+            (Some(f), Some(l)) => l.progress.saturating_sub(f.progress),
+            _ => 0,
+        },
+        ideal_share: None,
+        state: if series.exited { "exited" } else { "running" }.into(),
+        exit: exit.map(|s| s.to_string()),
+    }
+}
+
+/// The metric group's progress per second and its unit.
+fn throughput(preset: &Preset, tasks: &[TaskReport], workload: &Workload) -> (f64, String) {
+    let unit = workload
+        .tasks
+        .iter()
+        .find(|t| t.group == preset.metric_task)
+        .map_or("", |t| t.progress_unit)
+        .to_string();
+    let total = tasks
+        .iter()
+        .filter(|t| t.group == preset.metric_task)
+        .map(|t| t.progress_per_s)
+        .sum();
+    (total, unit)
+}
+
+/// Weight a task had at the end of the run, for the ideal share.
+fn weight(t: &TaskReport) -> f64 {
+    match t.policy.parse::<Policy>() {
+        Ok(Policy::Idle) => IDLE_WEIGHT as f64,
+        _ => weight_of_nice(t.nice) as f64,
+    }
+}
+
+/// The metric group's ideal shares (its weights water-filled over the CPUs its tasks
+/// may use) into the tasks; returns the fairness error of the measured shares.
+fn fill_ideal_shares(
+    preset: &Preset,
+    tasks: &mut [TaskReport],
+    online: &crate::cpuset::CpuSet,
+) -> f64 {
+    let ids: Vec<usize> = (0..tasks.len())
+        .filter(|&i| tasks[i].group == preset.metric_task)
+        .collect();
+    let cpus = ids
+        .iter()
+        .filter_map(|&i| tasks[i].cpus.parse::<crate::cpuset::CpuSet>().ok())
+        .fold(crate::cpuset::CpuSet::new(), |a, b| a.union(&b));
+    let ncpus = if cpus.is_empty() {
+        online.count()
+    } else {
+        cpus.count()
+    };
+    let weights: Vec<f64> = ids.iter().map(|&i| weight(&tasks[i])).collect();
+    let ideal = water_fill(&weights, ncpus);
+    for (&i, &share) in ids.iter().zip(&ideal) {
+        tasks[i].ideal_share = Some(share);
+    }
+    let measured: Vec<f64> = ids.iter().map(|&i| tasks[i].cpu_share).collect();
+    fairness_error(&measured, &ideal)
+}
+
+/// The preset's one number, in words.
+fn headline(
+    preset: &Preset,
+    tasks: &[TaskReport],
+    throughput: f64,
+    unit: &str,
+    latency: Option<Percentiles>,
+    dropped: Option<u64>,
+    fairness: Option<f64>,
+) -> Headline {
+    let group = preset.metric_task.clone();
+    let (kind, value, unit_out, text) = match preset.headline {
+        HeadlineKind::Throughput => (
+            "throughput",
+            throughput,
+            format!("{unit}/s"),
+            format!("{group} throughput: {}", rate(throughput, unit)),
+        ),
+        HeadlineKind::Latency => (
+            "latency",
+            latency.map_or(0, |l| l.p50) as f64,
+            "ns".into(),
+            latency_text(&group, latency, dropped),
+        ),
+        HeadlineKind::Share => {
+            let share: f64 = tasks
+                .iter()
+                .filter(|t| t.group == group)
+                .map(|t| t.cpu_share)
+                .sum();
+            (
+                "share",
+                share,
+                "CPU".into(),
+                format!(
+                    "{group} got {:.1} % of a CPU ({})",
+                    share * 100.0,
+                    rate(throughput, unit)
+                ),
+            )
+        }
+        HeadlineKind::Fairness => {
+            let err = fairness.unwrap_or(0.0);
+            (
+                "fairness",
+                err,
+                "fraction".into(),
+                format!("fairness error {:.2} % of CPU time went to the wrong {group} task (ideal from nice weights)", err * 100.0),
+            )
+        }
+    };
+    Headline {
+        kind: kind.into(),
+        task: group,
+        value,
+        unit: unit_out,
+        text,
+    }
+}
+
+fn latency_text(group: &str, latency: Option<Percentiles>, dropped: Option<u64>) -> String {
+    match (latency, dropped) {
+        (Some(l), _) => format!(
+            "{group} switch latency: p50 {} (min {}, p99 {}, max {})",
+            ns(l.p50),
+            ns(l.min),
+            ns(l.p99),
+            ns(l.max)
+        ),
+        (None, Some(n)) if n > 0 => format!(
+            "{group} timed no switch: all {n} batches were dropped (the partner never ran between the yields on the same CPU)"
+        ),
+        (None, _) => format!("{group} recorded no latency samples"),
+    }
+}
+
+/// Each make task's stages: first start, last end and job count, from shared memory.
+fn stages(workload: &Workload, start_ns: u64) -> Vec<StageReport> {
+    workload
+        .tasks
+        .iter()
+        .filter(|t| t.kind == Some(WorkerKind::Make))
+        .flat_map(|t| stage_reports(&workload.shm(), t.slot, start_ns))
+        .collect()
+}
+
+fn stage_reports(shm: &Shm, slot: usize, start_ns: u64) -> Vec<StageReport> {
+    let s = shm.slot(slot);
+    STAGES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let w = &s.aux[i * STAGE_WORDS..(i + 1) * STAGE_WORDS];
+            let (first, last, jobs) = (
+                w[0].load(Ordering::Relaxed),
+                w[1].load(Ordering::Relaxed),
+                w[2].load(Ordering::Relaxed),
+            );
+            (jobs > 0 && first != u64::MAX).then(|| StageReport {
+                name: name.to_string(),
+                jobs,
+                start_s: first.saturating_sub(start_ns) as f64 / 1e9,
+                wall_s: last.saturating_sub(first) as f64 / 1e9,
+            })
+        })
+        .collect()
+}
+
+fn cpu_reports(store: &Store) -> Vec<CpuReport> {
+    store
+        .cpu_summary()
+        .into_iter()
+        .enumerate()
+        .map(|(cpu, r)| CpuReport {
+            cpu,
+            busy: r.busy,
+            steal: r.steal,
+            idle: (1.0 - r.busy - r.steal).max(0.0),
+        })
+        .collect()
+}
+
+/// The time series, from the store (a headless run keeps every point).
+fn series(store: &Store, workload: &Workload) -> RunSeries {
+    let mut points: Vec<SeriesPoint> = store
+        .tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(task, s)| {
+            s.points.iter().map(move |r| SeriesPoint {
+                t_s: r.t_s,
+                task,
+                cpu_share: r.cpu_share,
+                wait_share: r.wait_share,
+                switches_per_s: r.switches_per_s,
+                progress_per_s: r.progress_per_s,
+            })
+        })
+        .collect();
+    points.sort_by(|a, b| a.t_s.total_cmp(&b.t_s).then(a.task.cmp(&b.task)));
+    let mut cpus: Vec<CpuPoint> = store
+        .cpus
+        .iter()
+        .enumerate()
+        .flat_map(|(cpu, rates)| {
+            rates.iter().map(move |(t_s, r)| CpuPoint {
+                t_s: *t_s,
+                cpu,
+                busy: r.busy,
+                steal: r.steal,
+            })
+        })
+        .collect();
+    cpus.sort_by(|a, b| a.t_s.total_cmp(&b.t_s).then(a.cpu.cmp(&b.cpu)));
+    RunSeries {
+        tasks: workload.tasks.iter().map(|t| t.name.clone()).collect(),
+        points,
+        cpus,
+    }
+}

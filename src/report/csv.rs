@@ -1,0 +1,117 @@
+//! The sampled time series as CSV: one row per task per sample, and a row of its own for
+//! each knob change.
+
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::EventReport;
+use crate::lab::experiment::KnobEvent;
+use crate::lab::store::TaskRates;
+use crate::sampler::parse::policy_name;
+use crate::sampler::TaskSample;
+use crate::workload::RunningTask;
+
+/// One row of the CSV time series: a task's sample, or (with `event` set and the
+/// numbers empty) a knob change at that moment.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+struct CsvRow<'a> {
+    pub t_s: f64,
+    pub task: &'a str,
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
+    pub policy: &'a str,
+    pub nice: Option<i32>,
+    pub cpu: Option<u32>,
+    pub cpu_share: Option<f64>,
+    pub wait_share: Option<f64>,
+    pub switches_per_s: Option<f64>,
+    pub voluntary_per_s: Option<f64>,
+    pub involuntary_per_s: Option<f64>,
+    pub migrations_per_s: Option<f64>,
+    pub progress_per_s: Option<f64>,
+    pub event: String,
+}
+
+impl<'a> CsvRow<'a> {
+    /// The row that marks a knob change.
+    fn event(e: &EventReport, target: &'a str) -> CsvRow<'a> {
+        CsvRow {
+            t_s: (e.t_s * 1000.0).round() / 1000.0,
+            task: target,
+            pid: None,
+            tid: None,
+            policy: "",
+            nice: None,
+            cpu: None,
+            cpu_share: None,
+            wait_share: None,
+            switches_per_s: None,
+            voluntary_per_s: None,
+            involuntary_per_s: None,
+            migrations_per_s: None,
+            progress_per_s: None,
+            event: format!("{} ({})", e.setting, e.result),
+        }
+    }
+}
+
+
+/// A CSV file being written as a run goes.
+pub struct CsvWriter {
+    w: ::csv::Writer<File>,
+}
+
+impl CsvWriter {
+    pub fn create(path: &Path) -> Result<CsvWriter> {
+        Ok(CsvWriter {
+            w: ::csv::Writer::from_path(path)
+                .with_context(|| format!("creating {}", path.display()))?,
+        })
+    }
+
+    /// The rows of one round's new points.
+    pub fn samples(
+        &mut self,
+        tasks: &[RunningTask],
+        samples: &[TaskSample],
+        points: &[(usize, TaskRates)],
+    ) -> Result<()> {
+        for (id, r) in points {
+            let (Some(task), Some(sample)) = (tasks.get(*id), samples.get(*id)) else {
+                continue;
+            };
+            self.w.serialize(CsvRow {
+                t_s: (r.t_s * 1000.0).round() / 1000.0,
+                task: &task.name,
+                pid: Some(task.pid),
+                tid: Some(task.tid),
+                policy: sample.policy().map_or("unknown", policy_name),
+                nice: sample.nice(),
+                cpu: r.cpu,
+                cpu_share: Some(r.cpu_share),
+                wait_share: r.wait_share,
+                switches_per_s: Some(r.switches_per_s),
+                voluntary_per_s: Some(r.voluntary_per_s),
+                involuntary_per_s: Some(r.involuntary_per_s),
+                migrations_per_s: r.migrations_per_s,
+                progress_per_s: Some(r.progress_per_s),
+                event: String::new(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The row that marks a knob change.
+    pub fn event(&mut self, e: &KnobEvent) -> Result<()> {
+        let report = super::build::event_report(e);
+        self.w.serialize(CsvRow::event(&report, &e.setting.target))?;
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.w.flush().context("writing the CSV")
+    }
+}
