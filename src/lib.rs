@@ -9,6 +9,7 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod cpuset;
+pub mod error;
 pub mod headless;
 pub mod ideal;
 pub mod input;
