@@ -32,7 +32,7 @@ fn read(path: &str) -> String {
 struct Restore {
     values: Vec<(&'static str, String)>,
     debugfs_was_mounted: bool,
-    _serial: std::sync::MutexGuard<'static, ()>,
+    _serial: common::Serial,
 }
 
 fn debugfs_mounted() -> bool {

@@ -14,10 +14,31 @@ pub fn exe() -> PathBuf {
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Held while a test runs a real workload: the thread lock inside this test binary and
+/// a flock across every test binary and checkout on the machine (two `cargo test`s at
+/// once would otherwise disturb each other's numbers and knobs).
+pub struct Serial {
+    _thread: MutexGuard<'static, ()>,
+    _machine: std::fs::File,
+}
+
 /// Real workloads pin tasks and run FIFO spinners: one at a time, or they disturb each
 /// other's numbers.
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+pub fn serial() -> Serial {
+    let thread = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("schedlab-tests.lock"))
+        .expect("the machine-wide test lock");
+    // SAFETY: flock on a descriptor we own; blocks until the other test is done.
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock on the machine-wide test lock");
+    Serial {
+        _thread: thread,
+        _machine: file,
+    }
 }
 
 pub fn schedlab(args: &[&str]) -> Output {
