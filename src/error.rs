@@ -54,16 +54,36 @@ impl From<Invalid> for KnobError {
     }
 }
 
-/// What an error means for the exit code: 2 for input the user can fix, 4 when another
-/// schedlab holds the knob lock, else None (the caller decides).
-pub fn usage_or_locked(e: &anyhow::Error) -> Option<u8> {
-    for cause in e.chain() {
-        if cause.is::<Invalid>() || matches!(cause.downcast_ref(), Some(KnobError::Invalid(_))) {
-            return Some(2);
+/// The kinds of error that get their own exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Input the user can fix.
+    Invalid,
+    /// Another schedlab holds the knob lock.
+    Locked,
+}
+
+/// What kind of error `e` is, by the first cause that says; None for other failures.
+pub fn kind_of(e: &anyhow::Error) -> Option<Kind> {
+    e.chain().find_map(|cause| {
+        if cause.is::<Invalid>() {
+            return Some(Kind::Invalid);
         }
-        if matches!(cause.downcast_ref(), Some(KnobError::Locked { .. })) {
-            return Some(4);
+        match cause.downcast_ref::<KnobError>()? {
+            KnobError::Invalid(_) => Some(Kind::Invalid),
+            KnobError::Locked { .. } => Some(Kind::Locked),
+            KnobError::Refused(_) => None,
+        }
+    })
+}
+
+impl KnobError {
+    /// A journal failure (an I/O error, or the knob lock held by another schedlab),
+    /// which means the knob was not touched.
+    pub fn from_journal(e: anyhow::Error) -> KnobError {
+        match e.downcast_ref::<KnobError>() {
+            Some(locked @ KnobError::Locked { .. }) => locked.clone(),
+            _ => KnobError::Refused(format!("journal: {e:#}")),
         }
     }
-    None
 }

@@ -8,6 +8,7 @@
 pub mod app;
 pub mod check;
 pub mod cli;
+pub mod commands;
 pub mod cpuset;
 pub mod error;
 pub mod headless;

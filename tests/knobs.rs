@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use schedlab::error::KnobError;
 use schedlab::knob::sys::SystemKnobs;
 use schedlab::knob::sys::{Probe, SysKnob};
 use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
@@ -109,7 +110,7 @@ fn rt_runtime_lowering_and_raising_keep_the_root_cgroup_in_order_and_restore() {
         .expect("raising works");
     assert_eq!(read(RT_RUNTIME), "900000");
     let restored = sys.restore();
-    assert!(restored.iter().all(|r| r.result.is_ok()), "{restored:?}");
+    assert!(restored.iter().all(|r| r.ok()), "{restored:?}");
     assert_eq!((read(RT_RUNTIME), read(ROOT_RT_RUNTIME)), before);
     assert!(!journal_path(&dir).exists());
 }
@@ -148,7 +149,8 @@ fn rt_period_rr_timeslice_and_autogroup_apply_and_restore() {
             flipped
         );
         let err = sys.set(&SysKnob::RtPeriod, "10", false).unwrap_err();
-        assert!(err.contains("allowed"), "{err}");
+        assert!(matches!(err, KnobError::Invalid(_)), "bad input: {err:?}");
+        assert!(err.to_string().contains("allowed"), "{err}");
         // Dropping SystemKnobs restores from the journal.
     }
     let after: Vec<String> = [RT_PERIOD, ROOT_RT_PERIOD, RR, AUTOGROUP]
@@ -165,6 +167,8 @@ fn unthrottled_rt_is_refused_while_rt_tasks_run_unless_insisted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut sys = SystemKnobs::new(journal_path(&dir));
     let err = sys.set(&SysKnob::RtRuntime, "-1", true).unwrap_err();
+    assert!(matches!(err, KnobError::Refused(_)), "{err:?}");
+    let err = err.to_string();
     assert!(
         err.contains("--allow-unthrottled-rt") && err.contains("freeze"),
         "{err}"
@@ -182,7 +186,10 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
         let mut sys = SystemKnobs::new(journal_path(&dir));
         let unmounted = sys.set(&SysKnob::Tunable("base_slice_ns"), "3000000", false);
         if !was_mounted {
-            assert!(unmounted.unwrap_err().contains("mount -t debugfs"));
+            assert!(unmounted
+                .unwrap_err()
+                .to_string()
+                .contains("mount -t debugfs"));
         }
         sys.mount_debugfs().expect("mount debugfs");
         let features =
@@ -190,7 +197,8 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
         assert!(features.0.iter().any(|(n, _)| n == "WA_IDLE"));
         let err = sys
             .set(&SysKnob::Feature("SYNC_WAKEUPS".into()), "off", false)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("removed in 2.6.35") && err.contains("WA_IDLE, WA_WEIGHT, WA_BIAS"),
             "{err}"
@@ -198,13 +206,13 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
         match &sys.probe.debugfs_write {
             Err(why) => {
                 // This machine: kernel lockdown. Every debugfs knob says so, nothing is written.
-                assert!(why.contains("lockdown"), "{why}");
+                assert!(why.to_string().contains("lockdown"), "{why}");
                 for knob in [
                     SysKnob::Feature("WA_IDLE".into()),
                     SysKnob::Tunable("base_slice_ns"),
                     SysKnob::Preempt,
                 ] {
-                    let err = sys.set(&knob, "off", false).unwrap_err();
+                    let err = sys.set(&knob, "off", false).unwrap_err().to_string();
                     assert!(err.contains("lockdown") || err.contains("allowed"), "{err}");
                 }
             }
@@ -499,7 +507,36 @@ fn wait_for_value(path: &str, value: &str) -> bool {
 
 /// A long rt-throttle run that has set `sys.rt_runtime_us` to `runtime` (its stderr
 /// goes nowhere: callers judge it by what it leaves behind).
-fn long_run_with_runtime(journal: &Path, runtime: &str) -> std::process::Child {
+/// A schedlab a test started: stopped with SIGTERM (so it restores its knobs) if the
+/// test fails before it does.
+struct Running(std::process::Child);
+
+impl std::ops::Deref for Running {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn long_run_with_runtime(journal: &Path, runtime: &str) -> Running {
     let child = schedlab_with_journal(journal)
         .args(["run", "rt-throttle", "--duration", "30s", "--set"])
         .arg(format!("sys.rt_runtime_us={runtime}"))
@@ -511,7 +548,7 @@ fn long_run_with_runtime(journal: &Path, runtime: &str) -> std::process::Child {
         wait_for_value(RT_RUNTIME, runtime),
         "the run set sys.rt_runtime_us={runtime}"
     );
-    child
+    Running(child)
 }
 
 #[test]

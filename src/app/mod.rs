@@ -5,7 +5,6 @@
 pub mod keys;
 mod modal;
 
-
 use std::time::Duration;
 
 use crossterm::event::KeyEvent;

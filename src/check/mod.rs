@@ -795,7 +795,7 @@ fn fairness_finding(mut f: Finding, r: &RunReport) -> Finding {
 /// The fair share RT throttling and the fair server promise, with how it was found.
 fn promised_fair_share(sys: &SystemKnobs) -> Result<(f64, Value), String> {
     let read = |k: SysKnob| -> Result<i64, String> {
-        let text = sys::get(&k, &sys.probe)?;
+        let text = sys::get(&k, &sys.probe).map_err(|e| e.to_string())?;
         text.trim()
             .parse()
             .map_err(|_| format!("{}: \"{text}\" is not a number", k.name()))

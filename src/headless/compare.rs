@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 
+use crate::error::Invalid;
 use crate::headless::run::{run, RunOptions};
 use crate::knob::sys::SysKnob;
 use crate::knob::sys::SystemKnobs;
@@ -24,10 +25,11 @@ pub struct Side {
 
 impl Side {
     /// A side from `--a`/`--b` text: settings in the `--set` syntax, comma-separated.
-    pub fn parse(label: &str, list: &str) -> Result<Side, String> {
+    pub fn parse(label: &str, list: &str) -> Result<Side, Invalid> {
         Ok(Side {
             label: label.to_string(),
-            settings: parse_list(list).map_err(|e| format!("--{}: {e}", label.to_lowercase()))?,
+            settings: parse_list(list)
+                .map_err(|e| Invalid(format!("--{}: {e}", label.to_lowercase())))?,
         })
     }
 }
@@ -142,11 +144,13 @@ pub fn prepare_side(
     preset: &Preset,
     opts: &RunOptions,
     settings: &[Setting],
-) -> Result<(Preset, RunOptions), String> {
+) -> Result<(Preset, RunOptions), Invalid> {
     let (task_sets, system_sets) = split(settings)?;
     let mut p = preset.clone();
-    p.apply_all(&task_sets)?;
-    p.tasks(&crate::system::online_cpus())?;
+    p.apply_all(&task_sets)
+        .map_err(|e| Invalid(e.to_string()))?;
+    p.tasks(&crate::system::online_cpus())
+        .map_err(|e| Invalid(e.to_string()))?;
     let mut o = opts.clone();
     o.system_sets.extend(system_sets);
     // Every run would write the same file over the one before.
@@ -661,7 +665,7 @@ mod tests {
         let s = Side::parse("A", "writer.policy=batch,reader.cpus=0,1").unwrap();
         assert_eq!(s.settings.len(), 2);
         assert_eq!(s.settings[1].value, "0,1");
-        let e = Side::parse("B", "writer=batch").unwrap_err();
+        let e = Side::parse("B", "writer=batch").unwrap_err().0;
         assert!(e.starts_with("--b: bad setting"), "{e}");
     }
 }

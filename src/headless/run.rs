@@ -78,6 +78,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         interval: opts.interval,
         retention,
         warmup: opts.warmup_for(preset),
+        aggregate: true,
     };
     let mut csv = opts.csv.as_deref().map(CsvWriter::create).transpose()?;
     let mut exp = Experiment::start(preset.clone(), &opts.system_sets, &opts.exe, sys, &lab_opts)?;
@@ -133,7 +134,11 @@ fn drive(
             .clamp(Duration::from_millis(1), Duration::from_millis(100));
         if let Some(polled) = exp.poll(wait) {
             if let Some(w) = csv.as_mut() {
-                w.samples(&exp.session().workload.tasks, &polled.batch.tasks, &polled.points)?;
+                w.samples(
+                    &exp.session().workload.tasks,
+                    &polled.batch.tasks,
+                    &polled.points,
+                )?;
             }
             let last = exp.is_last(&polled.batch);
             exp.recycle(polled.batch);

@@ -49,27 +49,38 @@ struct Header {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Restored {
     pub entry: Entry,
-    pub result: Result<(), String>,
+    pub outcome: Outcome,
+}
+
+/// How restoring an entry went.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Restored,
+    /// The write failed (it is tried again by the next start or `schedlab restore`).
+    Failed(String),
     /// The entry names something schedlab never changes: it was not touched and will
     /// not be tried again (the journal can go).
-    pub refused: bool,
+    Refused(String),
 }
 
 impl Restored {
+    pub fn ok(&self) -> bool {
+        self.outcome == Outcome::Restored
+    }
+
     /// Nothing more can be done about this entry: restored, or refused for good.
     pub fn settled(&self) -> bool {
-        self.result.is_ok() || self.refused
+        !matches!(self.outcome, Outcome::Failed(_))
     }
 }
 
 impl std::fmt::Display for Restored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.result {
-            Ok(()) => write!(f, "restored {}", self.entry.describe()),
-            Err(e) if self.refused => {
-                write!(f, "refused to restore {}: {e}", self.entry.describe())
-            }
-            Err(e) => write!(f, "could not restore {}: {e}", self.entry.describe()),
+        let what = self.entry.describe();
+        match &self.outcome {
+            Outcome::Restored => write!(f, "restored {what}"),
+            Outcome::Refused(e) => write!(f, "refused to restore {what}: {e}"),
+            Outcome::Failed(e) => write!(f, "could not restore {what}: {e}"),
         }
     }
 }
@@ -87,7 +98,7 @@ pub fn default_path() -> Result<PathBuf> {
 /// The files, mounts and directories a journal may ever undo: the knobs schedlab writes
 /// and nothing else. A journal is a file on disk, so an entry naming anything else
 /// (a planted `/home/victim/x`) is refused and reported, never written.
-fn allowed(entry: &Entry, extra: &[PathBuf]) -> Result<(), String> {
+fn not_allowed(entry: &Entry, extra: &[PathBuf]) -> Option<String> {
     let path = match entry {
         Entry::File { path, .. } | Entry::Dir { path } => path,
         Entry::Mount { target, .. } => target,
@@ -97,10 +108,10 @@ fn allowed(entry: &Entry, extra: &[PathBuf]) -> Result<(), String> {
             .components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
     if !plain {
-        return Err(format!("{} is not a plain absolute path", path.display()));
+        return Some(format!("{} is not a plain absolute path", path.display()));
     }
     if extra.iter().any(|root| path.starts_with(root)) {
-        return Ok(());
+        return None;
     }
     let ok = match entry {
         Entry::File { path, .. } => is_knob_file(path),
@@ -109,14 +120,12 @@ fn allowed(entry: &Entry, extra: &[PathBuf]) -> Result<(), String> {
         }
         Entry::Dir { path } => is_own_cgroup(path),
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
+    (!ok).then(|| {
+        format!(
             "{} is not a knob schedlab changes (RT sysctls, autogroup, debugfs sched files, cgroups it made)",
             path.display()
-        ))
-    }
+        )
+    })
 }
 
 fn is_knob_file(path: &Path) -> bool {
@@ -286,12 +295,11 @@ fn undo_all_with(entries: &[Entry], extra: &[PathBuf]) -> Vec<Restored> {
     let mut done = Vec::new();
     let mut pending = Vec::new();
     for entry in entries.iter().rev() {
-        match allowed(entry, extra) {
-            Ok(()) => pending.push(entry.clone()),
-            Err(why) => done.push(Restored {
+        match not_allowed(entry, extra) {
+            None => pending.push(entry.clone()),
+            Some(why) => done.push(Restored {
                 entry: entry.clone(),
-                result: Err(why),
-                refused: true,
+                outcome: Outcome::Refused(why),
             }),
         }
     }
@@ -301,16 +309,14 @@ fn undo_all_with(entries: &[Entry], extra: &[PathBuf]) -> Vec<Restored> {
             match undo(&entry) {
                 Ok(()) => done.push(Restored {
                     entry,
-                    result: Ok(()),
-                    refused: false,
+                    outcome: Outcome::Restored,
                 }),
                 Err(e) if pass < ORDER_PASSES || (e.busy && pass < ORDER_PASSES + BUSY_PASSES) => {
                     failed.push(entry)
                 }
                 Err(e) => done.push(Restored {
                     entry,
-                    result: Err(e.why),
-                    refused: false,
+                    outcome: Outcome::Failed(e.why),
                 }),
             }
         }
@@ -357,13 +363,6 @@ fn lock_holder(file: &File) -> Option<u32> {
     })
 }
 
-/// Another schedlab holds the knob lock (a distinct exit code: wait and try again).
-#[derive(Debug, thiserror::Error)]
-#[error("another schedlab ({holder}) is changing system knobs; wait for it to finish")]
-pub struct LockHeld {
-    pub holder: String,
-}
-
 impl KnobLock {
     pub fn acquire() -> Result<KnobLock> {
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
@@ -386,7 +385,8 @@ impl KnobLock {
                 Some(pid) => format!("pid {pid}"),
                 None => "a process that has just let go".to_string(),
             };
-            return Err(LockHeld { holder }.into());
+            // A distinct error (and exit code): wait and try again.
+            return Err(crate::error::KnobError::Locked { holder }.into());
         }
         // For people reading the file; schedlab itself asks /proc/locks.
         file.set_len(0)?;
@@ -618,7 +618,7 @@ impl Journal {
 impl Drop for Journal {
     fn drop(&mut self) {
         for r in self.restore() {
-            if r.result.is_err() {
+            if !r.ok() {
                 eprintln!("schedlab: {r}");
             }
         }
@@ -677,7 +677,7 @@ mod tests {
         assert_eq!(names.len(), 2);
         assert!(names[0].contains("/b ="), "newest first: {names:?}");
         assert!(names[1].contains("/a ="), "{names:?}");
-        assert!(restored.iter().all(|r| r.result.is_ok()));
+        assert!(restored.iter().all(|r| r.ok()));
         assert_eq!(std::fs::read_to_string(&a).expect("read").trim(), "950000");
         assert_eq!(std::fs::read_to_string(&b).expect("read").trim(), "1000000");
         assert!(!jpath.exists(), "journal removed after a full restore");
@@ -745,7 +745,7 @@ mod tests {
         let (_, restored) = restore_stale(&jpath).expect("reads").expect("one");
         assert_eq!(restored.len(), 4);
         for r in &restored {
-            assert!(r.refused, "{r}");
+            assert!(matches!(r.outcome, Outcome::Refused(_)), "{r}");
             assert!(r.to_string().starts_with("refused to restore"), "{r}");
         }
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
@@ -756,20 +756,21 @@ mod tests {
     #[test]
     fn knobs_schedlab_writes_are_allowed_and_nothing_near_them() {
         let ok = |p: &str| {
-            allowed(
+            not_allowed(
                 &Entry::File {
                     path: p.into(),
                     old: String::new(),
                 },
                 &[],
             )
+            .is_none()
         };
-        assert!(ok("/proc/sys/kernel/sched_rt_runtime_us").is_ok());
-        assert!(ok("/proc/sys/kernel/sched_autogroup_enabled").is_ok());
-        assert!(ok("/sys/kernel/debug/sched/features").is_ok());
-        assert!(ok("/proc/sys/kernel/core_pattern").is_err());
-        assert!(ok("/sys/kernel/debug/tracing/trace").is_err());
-        assert!(ok("relative/path").is_err());
+        assert!(ok("/proc/sys/kernel/sched_rt_runtime_us"));
+        assert!(ok("/proc/sys/kernel/sched_autogroup_enabled"));
+        assert!(ok("/sys/kernel/debug/sched/features"));
+        assert!(!ok("/proc/sys/kernel/core_pattern"));
+        assert!(!ok("/sys/kernel/debug/tracing/trace"));
+        assert!(!ok("relative/path"));
     }
 
     #[test]
@@ -780,7 +781,7 @@ mod tests {
         let mut j = Journal::new(dir.path().join("journal.jsonl")).allow_under(dir.path());
         j.record_dir(&made).expect("record");
         let restored = j.restore();
-        assert!(restored[0].result.is_ok(), "{:?}", restored);
+        assert!(restored[0].ok(), "{:?}", restored);
         assert!(!made.exists());
     }
 

@@ -13,6 +13,7 @@ use super::describe::Started;
 use super::record::Recorder;
 use super::session::Session;
 use super::store::{Store, TaskRates};
+use crate::error::KnobError;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
@@ -27,6 +28,10 @@ pub struct Options {
     pub retention: usize,
     /// Start-up time the whole-run summaries leave out.
     pub warmup: Duration,
+    /// Feed the experiment's own store. The workbench turns this off: its screen keeps
+    /// the store (state changes only in its main loop), and aggregating twice would
+    /// double the instrument's cost.
+    pub aggregate: bool,
 }
 
 /// A knob change and what came of it.
@@ -36,7 +41,7 @@ pub struct KnobEvent {
     /// never shows the new value.
     pub t_s: f64,
     pub setting: Setting,
-    pub result: Result<String, String>,
+    pub result: Result<String, KnobError>,
 }
 
 /// The instrument's own cost during a run: CPU time of schedlab's threads (not the
@@ -87,6 +92,7 @@ pub struct Experiment {
     last_reap: Instant,
     /// When the last round was asked for (CLOCK_MONOTONIC ns).
     last_asked: Option<u64>,
+    aggregate: bool,
 }
 
 const REAP_EVERY: Duration = Duration::from_millis(100);
@@ -131,6 +137,7 @@ impl Experiment {
             reap_now: false,
             last_reap: Instant::now(),
             last_asked: None,
+            aggregate: opts.aggregate,
         })
     }
 
@@ -161,9 +168,15 @@ impl Experiment {
         }
     }
 
+    /// Stop recording and hand the recorder back (to go on recording the next
+    /// experiment, after a restart).
+    pub fn take_recorder(&mut self) -> Option<Box<dyn Recorder>> {
+        self.recorder.take()
+    }
+
     /// Note a change made before the start (a system knob of the command line) in the
     /// recording.
-    pub fn record_knob(&mut self, setting: &str, result: &Result<String, String>) {
+    pub fn record_knob(&mut self, setting: &str, result: &Result<String, KnobError>) {
         if let Some(r) = self.recorder.as_mut() {
             r.knob(setting, result);
         }
@@ -193,7 +206,13 @@ impl Experiment {
         if let Some(r) = self.recorder.as_mut() {
             r.batch(&batch);
         }
-        let points = self.store.push(&batch);
+        let points = if self.aggregate {
+            self.store.push(&batch)
+        } else {
+            // The run's clock still starts at the first batch (knob events' times).
+            self.store.start_ns.get_or_insert(batch.t_ns);
+            Vec::new()
+        };
         Some(Polled { batch, points })
     }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
 use crate::lab::describe::Started;
 use crate::sampler::Batch;
@@ -74,7 +75,7 @@ impl Record {
 pub trait Recorder: Send {
     fn started(&mut self, s: &Started);
     fn batch(&mut self, b: &Batch);
-    fn knob(&mut self, setting: &str, result: &Result<String, String>);
+    fn knob(&mut self, setting: &str, result: &Result<String, KnobError>);
     fn system_knobs(&mut self, knobs: &[KnobInfo]);
 }
 
@@ -147,10 +148,10 @@ impl Recorder for FileRecorder {
             batch: Box::new(b.clone()),
         });
     }
-    fn knob(&mut self, setting: &str, result: &Result<String, String>) {
+    fn knob(&mut self, setting: &str, result: &Result<String, KnobError>) {
         let (ok, result) = match result {
             Ok(v) => (true, v.clone()),
-            Err(e) => (false, e.clone()),
+            Err(e) => (false, e.to_string()),
         };
         self.write(&Record::Knob {
             t_ns: monotonic_ns(),
@@ -217,6 +218,7 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::KnobError;
     use crate::lab::fixtures::{batch, knobs, started};
 
     #[test]
@@ -232,7 +234,7 @@ mod tests {
             rec.system_knobs(&knobs());
             rec.batch(&b);
             rec.knob("fair.policy=batch", &Ok("applied to fair".into()));
-            rec.knob("fair.nice=99", &Err("allowed -20..19".into()));
+            rec.knob("fair.nice=99", &Err(KnobError::invalid("allowed -20..19")));
         }
         let records = read(&path).expect("read");
         assert_eq!(records.len(), 5);

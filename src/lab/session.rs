@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{anyhow, Result};
 
 use crate::cpuset::CpuSet;
+use crate::error::{Invalid, KnobError};
 use crate::knob::cgroup::{self, Cgroups};
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::knob::task::apply;
@@ -28,7 +29,7 @@ pub enum Route {
 }
 
 /// Route a setting and check its form, before anything starts.
-pub fn route(s: &Setting) -> Result<Route, String> {
+pub fn route(s: &Setting) -> Result<Route, Invalid> {
     if s.target == "sys" {
         let knob = SysKnob::parse(&s.knob)?;
         sys::validate(&knob, &s.value)?;
@@ -36,12 +37,12 @@ pub fn route(s: &Setting) -> Result<Route, String> {
     }
     if s.target == "cgroup" {
         let (group, knob) = s.knob.split_once('.').ok_or_else(|| {
-            format!(
+            Invalid(format!(
                 "{s}: expected cgroup.NAME.KNOB=VALUE (knobs: {})",
                 cgroup::KNOBS
-            )
+            ))
         })?;
-        cgroup::validate(knob, &s.value).map_err(|e| format!("{s}: {e}"))?;
+        cgroup::validate(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
         return Ok(Route::Cgroup {
             group: group.to_string(),
             knob: knob.to_string(),
@@ -54,7 +55,7 @@ pub fn route(s: &Setting) -> Result<Route, String> {
 pub type Split = (Vec<Setting>, Vec<(SysKnob, Setting)>);
 
 /// Split settings into those applied to the preset and system ones.
-pub fn split(settings: &[Setting]) -> Result<Split, String> {
+pub fn split(settings: &[Setting]) -> Result<Split, Invalid> {
     let mut task = Vec::new();
     let mut system = Vec::new();
     for s in settings {
@@ -116,8 +117,8 @@ impl Session {
             cgroups,
         };
         for (knob, s) in system_sets {
-            sys.set(knob, &s.value, session.rt_running())
-                .map_err(|e| anyhow!(e))?;
+            // Typed, so a held knob lock keeps its own exit code.
+            sys.set(knob, &s.value, session.rt_running())?;
         }
         Ok((session, warnings))
     }
@@ -179,31 +180,35 @@ impl Session {
     }
 
     /// Change a knob while the workload runs. Returns what the kernel reports now.
-    pub fn apply(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, String> {
+    pub fn apply(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, KnobError> {
         match route(s)? {
             Route::Sys(knob) => sys.set(&knob, &s.value, self.rt_running()),
             Route::Task => self.apply_task(s),
             Route::Cgroup { group, knob } => {
-                let cgroups = self.cgroups.as_ref().ok_or("this run has no cgroups")?;
+                let cgroups = self
+                    .cgroups
+                    .as_ref()
+                    .ok_or_else(|| KnobError::invalid("this run has no cgroups"))?;
                 let got = cgroups.set(&group, &knob, &s.value)?;
-                self.preset.apply(s)?;
+                self.preset.apply(s).map_err(KnobError::Invalid)?;
                 Ok(got)
             }
         }
     }
 
-    fn apply_task(&mut self, s: &Setting) -> Result<String, String> {
+    fn apply_task(&mut self, s: &Setting) -> Result<String, KnobError> {
         let mut next = self.preset.clone();
-        next.apply_all(std::slice::from_ref(s))?;
-        let specs = next.tasks(&self.online)?;
+        next.apply_all(std::slice::from_ref(s))
+            .map_err(KnobError::Invalid)?;
+        let specs = next.tasks(&self.online).map_err(KnobError::Invalid)?;
         let same_tasks = specs.len() == self.specs.len()
             && specs.iter().zip(&self.specs).all(|(a, b)| {
                 a.name == b.name && a.program == b.program && a.poll_stdin == b.poll_stdin
             });
         if !same_tasks {
-            return Err(format!(
+            return Err(KnobError::Invalid(format!(
                 "{s}: changes which tasks run; it takes effect when the workload restarts"
-            ));
+            )));
         }
         let mut errors = Vec::new();
         let mut changed = Vec::new();
@@ -218,7 +223,7 @@ impl Session {
             }
         }
         if !errors.is_empty() {
-            return Err(errors.join("; "));
+            return Err(KnobError::Refused(errors.join("; ")));
         }
         self.preset = next;
         self.specs = specs;
@@ -247,7 +252,7 @@ fn setup_cgroups(
     let cgroups = Cgroups::create(root, &names, &mut sys.journal)?;
     for (name, values) in &preset.cgroups {
         for (knob, value) in values {
-            cgroups.set(name, knob, value).map_err(|e| anyhow!(e))?;
+            cgroups.set(name, knob, value)?;
         }
     }
     for (task, spec) in workload.tasks.iter().zip(specs) {

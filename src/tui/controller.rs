@@ -1,21 +1,24 @@
-//! The controller thread: owns the workload, the sampler and the journal; the only place
-//! the TUI's knob changes touch the kernel. The UI thread talks to it by messages.
+//! The controller thread: drives the workbench's [`Experiment`] and owns the journal; the
+//! only place the TUI's knob changes touch the kernel. The UI thread talks to it by
+//! messages.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use anyhow::Result;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::error::KnobError;
 use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
 use crate::lab::describe::Started;
+use crate::lab::experiment::{self, Experiment};
 use crate::lab::record::Recorder;
-use crate::lab::session::Session;
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
-use crate::sampler::{Batch, Command as SamplerCommand, Sampler};
+use crate::sampler::Batch;
 
 /// Requests from the UI.
 #[derive(Debug)]
@@ -36,57 +39,30 @@ pub enum Event {
     Batch(Box<Batch>),
     KnobResult {
         setting: String,
-        result: Result<String, String>,
+        result: Result<String, KnobError>,
     },
     SystemKnobs(Vec<sys::KnobInfo>),
-    Recording(Result<Option<String>, String>),
+    /// Recording to this file (Some), stopped (None), or why it could not start.
+    Recording(Result<Option<String>, RecordError>),
     Error(String),
     /// The workload is gone and the knobs restored; the lines say what was restored.
     Stopped(Vec<String>),
 }
 
-struct Running {
-    session: Session,
-    sampler: Sampler,
-}
+/// A recording that could not start (the file exists, a bad directory).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct RecordError(pub String);
 
 /// Opens a recorder for a path; given by the TUI so the controller stays format-agnostic.
-pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>, String> + Send>;
-
-fn start(
-    preset: &Preset,
-    exe: &std::path::Path,
-    interval: Duration,
-    sys: &mut SystemKnobs,
-) -> Result<(Running, Started), String> {
-    let (session, warnings) =
-        Session::start(preset.clone(), &[], exe, sys).map_err(|e| format!("{e:#}"))?;
-    let targets = session.sampler_targets();
-    session.open_gate();
-    let sampler = Sampler::spawn(
-        targets,
-        Some(session.workload.shm()),
-        session.workload.usage().cloned(),
-        interval,
-    )
-    .map_err(|e| format!("starting the sampler: {e}"))?;
-    let started = session.started_info(warnings);
-    Ok((Running { session, sampler }, started))
-}
-
-fn stop(running: Option<Running>) {
-    if let Some(mut r) = running {
-        drop(r.sampler);
-        r.session.workload.stop();
-    }
-}
+pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>> + Send>;
 
 /// Start the controller thread with `preset` running.
 pub fn spawn(
     preset: Preset,
     exe: PathBuf,
     interval: Duration,
-    mut sys: SystemKnobs,
+    sys: SystemKnobs,
     open_recorder: OpenRecorder,
     events: UnboundedSender<Event>,
 ) -> std::io::Result<(Sender<Request>, JoinHandle<()>)> {
@@ -95,117 +71,166 @@ pub fn spawn(
         .name("schedlab-controller".into())
         .spawn(move || {
             crate::knob::task::elevate_if_requested(true);
-            let send = |e: Event| {
-                let _ = events.send(e);
+            let mut ctl = Controller {
+                preset,
+                exe,
+                interval,
+                sys,
+                open_recorder,
+                events,
+                running: None,
+                recorder: None,
             };
-            let mut preset = preset;
-            let mut interval = interval;
-            let mut recorder: Option<Box<dyn Recorder>> = None;
-            let mut running = match start(&preset, &exe, interval, &mut sys) {
-                Ok((r, s)) => {
-                    send(Event::Started(Box::new(s)));
-                    Some(r)
-                }
-                Err(e) => {
-                    send(Event::Error(e));
-                    None
-                }
-            };
-            send(Event::SystemKnobs(sys::list(&sys.probe)));
-            loop {
-                if let Some(r) = &running {
-                    while let Some(b) = r.sampler.recv_timeout(Duration::ZERO) {
-                        if let Some(rec) = recorder.as_mut() {
-                            rec.batch(&b);
-                        }
-                        send(Event::Batch(Box::new(b)));
-                    }
-                }
-                let request = match rx.recv_timeout(Duration::from_millis(5)) {
-                    Ok(r) => r,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                };
-                match request {
-                    Request::Apply(s) => {
-                        let result = match running.as_mut() {
-                            Some(r) => {
-                                let res = r.session.apply(&s, &mut sys);
-                                r.sampler.send(SamplerCommand::RefreshStatus);
-                                res
-                            }
-                            None => Err("no workload is running".into()),
-                        };
-                        if let Some(rec) = recorder.as_mut() {
-                            rec.knob(&s.to_string(), &result);
-                        }
-                        send(Event::KnobResult {
-                            setting: s.to_string(),
-                            result,
-                        });
-                        if s.target == "sys" {
-                            send(Event::SystemKnobs(sys::list(&sys.probe)));
-                        }
-                    }
-                    Request::SetInterval(d) => {
-                        interval = d;
-                        if let Some(r) = &running {
-                            r.sampler.send(SamplerCommand::SetInterval(d));
-                        }
-                    }
-                    Request::Pause(p) => {
-                        if let Some(r) = &running {
-                            r.sampler.send(SamplerCommand::Pause(p));
-                        }
-                    }
-                    Request::Restart(name) => {
-                        if let Some(r) = &running {
-                            // Restart keeps the live changes made so far.
-                            preset = r.session.preset.clone();
-                        }
-                        if let Some(name) = name {
-                            match crate::preset::load(&name) {
-                                Ok(p) => preset = p,
-                                Err(e) => {
-                                    send(Event::Error(format!("{e:#}")));
-                                    continue;
-                                }
-                            }
-                        }
-                        stop(running.take());
-                        match start(&preset, &exe, interval, &mut sys) {
-                            Ok((r, s)) => {
-                                if let Some(rec) = recorder.as_mut() {
-                                    rec.started(&s);
-                                }
-                                send(Event::Started(Box::new(s)));
-                                running = Some(r);
-                            }
-                            Err(e) => send(Event::Error(e)),
-                        }
-                    }
-                    Request::Record(Some(path)) => match open_recorder(&path) {
-                        Ok(mut rec) => {
-                            if let Some(r) = &running {
-                                rec.started(&r.session.started_info(Vec::new()));
-                            }
-                            rec.system_knobs(&sys::list(&sys.probe));
-                            recorder = Some(rec);
-                            send(Event::Recording(Ok(Some(path.display().to_string()))));
-                        }
-                        Err(e) => send(Event::Recording(Err(e))),
-                    },
-                    Request::Record(None) => {
-                        recorder = None;
-                        send(Event::Recording(Ok(None)));
-                    }
-                    Request::Quit => break,
-                }
-            }
-            drop(recorder);
-            stop(running);
-            let restored = sys.restore().iter().map(ToString::to_string).collect();
-            send(Event::Stopped(restored));
+            ctl.start();
+            ctl.send(Event::SystemKnobs(sys::list(&ctl.sys.probe)));
+            ctl.serve(&rx);
+            ctl.stop();
+            let restored = ctl.sys.restore().iter().map(ToString::to_string).collect();
+            ctl.send(Event::Stopped(restored));
         })?;
     Ok((tx, handle))
+}
+
+/// What the controller thread holds between requests.
+struct Controller {
+    /// The preset a restart starts again (with the live changes made so far).
+    preset: Preset,
+    exe: PathBuf,
+    interval: Duration,
+    sys: SystemKnobs,
+    open_recorder: OpenRecorder,
+    events: UnboundedSender<Event>,
+    running: Option<Experiment>,
+    /// A recording while no experiment runs (between a failed restart and the next).
+    recorder: Option<Box<dyn Recorder>>,
+}
+
+impl Controller {
+    fn send(&self, e: Event) {
+        // The UI is gone only when it is quitting; nothing is left to tell.
+        let _ = self.events.send(e);
+    }
+
+    /// Until the UI quits or hangs up: forward every round, serve every request.
+    fn serve(&mut self, rx: &Receiver<Request>) {
+        loop {
+            if let Some(exp) = self.running.as_mut() {
+                while let Some(polled) = exp.poll(Duration::ZERO) {
+                    // The batch goes to the UI, which keeps the store.
+                    let _ = self.events.send(Event::Batch(Box::new(polled.batch)));
+                }
+            }
+            let request = match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(Request::Quit) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(r) => r,
+                Err(RecvTimeoutError::Timeout) => continue,
+            };
+            self.handle(request);
+        }
+    }
+
+    fn handle(&mut self, request: Request) {
+        match request {
+            Request::Apply(s) => self.apply(&s),
+            Request::SetInterval(d) => {
+                self.interval = d;
+                if let Some(exp) = &self.running {
+                    exp.set_interval(d);
+                }
+            }
+            Request::Pause(p) => {
+                if let Some(exp) = &self.running {
+                    exp.pause(p);
+                }
+            }
+            Request::Restart(name) => self.restart(name),
+            Request::Record(path) => self.record(path),
+            Request::Quit => {}
+        }
+    }
+
+    /// Start `self.preset`; a failure is news for the UI, not the end of the workbench.
+    fn start(&mut self) {
+        let opts = experiment::Options {
+            interval: self.interval,
+            retention: 1,
+            warmup: Duration::ZERO,
+            aggregate: false,
+        };
+        match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
+            Ok(mut exp) => {
+                self.send(Event::Started(Box::new(exp.started().clone())));
+                if let Some(rec) = self.recorder.take() {
+                    exp.record(Some(rec), &self.sys);
+                }
+                self.running = Some(exp);
+            }
+            Err(e) => self.send(Event::Error(format!("{e:#}"))),
+        }
+    }
+
+    /// Stop the experiment; its recorder waits for the next one.
+    fn stop(&mut self) {
+        if let Some(mut exp) = self.running.take() {
+            self.recorder = exp.take_recorder();
+            drop(exp.stop());
+        }
+    }
+
+    fn apply(&mut self, s: &Setting) {
+        let result = match self.running.as_mut() {
+            Some(exp) => exp.apply(s, &mut self.sys).result.clone(),
+            None => Err(KnobError::invalid("no workload is running")),
+        };
+        self.send(Event::KnobResult {
+            setting: s.to_string(),
+            result,
+        });
+        if s.target == "sys" {
+            self.send(Event::SystemKnobs(sys::list(&self.sys.probe)));
+        }
+    }
+
+    /// Start again: the same preset with the live changes made so far, or `name`.
+    fn restart(&mut self, name: Option<String>) {
+        if let Some(exp) = &self.running {
+            self.preset = exp.session().preset.clone();
+        }
+        if let Some(name) = name {
+            match crate::preset::load(&name) {
+                Ok(p) => self.preset = p,
+                Err(e) => {
+                    self.send(Event::Error(format!("{e:#}")));
+                    return;
+                }
+            }
+        }
+        self.stop();
+        self.start();
+    }
+
+    fn record(&mut self, path: Option<PathBuf>) {
+        let Some(path) = path else {
+            if let Some(exp) = self.running.as_mut() {
+                exp.record(None, &self.sys);
+            }
+            self.recorder = None;
+            self.send(Event::Recording(Ok(None)));
+            return;
+        };
+        match (self.open_recorder)(&path) {
+            Ok(rec) => {
+                match self.running.as_mut() {
+                    Some(exp) => exp.record(Some(rec), &self.sys),
+                    None => {
+                        let mut rec = rec;
+                        rec.system_knobs(&sys::list(&self.sys.probe));
+                        self.recorder = Some(rec);
+                    }
+                }
+                self.send(Event::Recording(Ok(Some(path.display().to_string()))));
+            }
+            Err(e) => self.send(Event::Recording(Err(RecordError(format!("{e:#}"))))),
+        }
+    }
 }

@@ -1,0 +1,163 @@
+//! What the commands that run experiments share: the preset with its overrides, timing
+//! and signals checked before anything starts, and the journal restored after.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{usage, Partial};
+use crate::cli::HeadlessArgs;
+use crate::headless::run::RunOptions;
+use crate::knob::journal;
+use crate::knob::sys::{self, SystemKnobs};
+use crate::lab::session::split;
+use crate::preset::setting::{parse_duration, Setting};
+use crate::preset::{self, Preset};
+
+/// Everything `run` and `sweep` share: the preset with its overrides, timing, signals.
+pub struct Prepared {
+    pub preset: Preset,
+    pub opts: RunOptions,
+    pub system: SystemKnobs,
+}
+
+pub fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prepared> {
+    let HeadlessArgs {
+        warmup,
+        settings,
+        system: system_args,
+        ..
+    } = headless;
+    let (variant, sets, interval) = (
+        settings.variant.as_deref(),
+        &settings.set,
+        settings.interval.as_str(),
+    );
+    let mut p = load_preset(preset)?;
+    let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
+    let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
+    let warmup = warmup
+        .as_deref()
+        .map(|w| {
+            let d = parse_duration(w).map_err(|e| usage(format!("--warmup: {e}")))?;
+            if d >= duration {
+                return Err(usage(format!(
+                    "--warmup {w}: allowed 0s up to (not including) --duration"
+                )));
+            }
+            Ok(d)
+        })
+        .transpose()?;
+    if interval_d < Duration::from_millis(10) || interval_d > Duration::from_secs(60) {
+        return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
+    }
+    // A rate needs two samples an interval apart, and a summary at least two intervals.
+    if duration < 2 * interval_d {
+        return Err(usage(format!(
+            "--duration {}: allowed at least two sampling intervals ({} at --interval {interval})",
+            humantime::format_duration(duration),
+            humantime::format_duration(2 * interval_d)
+        )));
+    }
+    let mut overrides = Vec::new();
+    let mut settings = Vec::new();
+    if let Some(v) = variant {
+        let variant = p.variant(v).map_err(usage)?;
+        settings.extend(variant.set.iter().cloned());
+        overrides.push(format!("--variant {v}"));
+    }
+    for s in sets {
+        settings.push(s.parse::<Setting>().map_err(usage)?);
+        overrides.push(format!("--set {s}"));
+    }
+    let (task_sets, system_sets) = split(&settings).map_err(usage)?;
+    sys::precheck(
+        system_sets.iter().map(|(k, s)| (k, s.value.as_str())),
+        &sys::Probe::detect(),
+    )
+    .map_err(usage)?;
+    p.apply_all(&task_sets).map_err(usage)?;
+    p.tasks(&crate::system::online_cpus()).map_err(usage)?;
+
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
+    let mut opts = RunOptions::new(exe);
+    opts.duration = duration;
+    opts.interval = interval_d;
+    opts.warmup = warmup;
+    opts.stop = stop;
+    opts.overrides = overrides;
+    opts.system_sets = system_sets;
+    let mut system = SystemKnobs::new(journal::default_path()?);
+    system.allow_unthrottled_rt = system_args.allow_unthrottled_rt;
+    if system_args.mount_debugfs {
+        system.mount_debugfs()?;
+    }
+    Ok(Prepared {
+        preset: p,
+        opts,
+        system,
+    })
+}
+
+/// Restore the journal and say what could not be restored.
+pub fn finish(mut system: SystemKnobs) -> Result<()> {
+    let failed: Vec<String> = system
+        .restore()
+        .iter()
+        .filter(|r| !r.ok())
+        .map(|r| r.to_string())
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{}; the journal stays at {} for `schedlab restore`",
+            failed.join("; "),
+            system.journal_path().display()
+        )
+    }
+}
+
+/// A bad `--plot` name is found before the run, not after it.
+pub fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
+    match path {
+        Some(p) => crate::plot::format_of(p)
+            .map(|_| ())
+            .map_err(|e| usage(format!("--plot: {e}"))),
+        None => Ok(()),
+    }
+}
+
+/// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
+/// fails before anything starts.
+pub fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
+    if let crate::lab::session::Route::Sys(knob) = crate::lab::session::route(s).map_err(usage)? {
+        let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
+        sys::precheck(
+            start.chain([(&knob, s.value.as_str())]),
+            &sys::Probe::detect(),
+        )
+        .map_err(usage)?;
+    } else {
+        preset
+            .clone()
+            .apply_all(std::slice::from_ref(s))
+            .map_err(usage)?;
+    }
+    Ok(())
+}
+
+/// Exit code 3 after a result that is not the experiment (unless --allow-partial).
+pub fn partial_exit(headless: &HeadlessArgs, refused: Option<String>) -> Result<()> {
+    match refused {
+        Some(what) if !headless.allow_partial => Err(anyhow::Error::new(Partial(format!(
+            "the result is not the experiment: the kernel refused {what} (--allow-partial exits 0 anyway)"
+        )))),
+        _ => Ok(()),
+    }
+}
+
+pub fn load_preset(name: &str) -> Result<Preset> {
+    preset::load(name).map_err(|e| usage(format!("{e:#}")))
+}

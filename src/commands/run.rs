@@ -1,0 +1,50 @@
+//! `schedlab run`: one headless run, its report, CSV, recording and plot.
+
+use anyhow::Result;
+
+use super::output::print_report;
+use super::prepare::{check_later, check_plot, finish, partial_exit, prepare, Prepared};
+use super::usage;
+use crate::cli::RunArgs;
+use crate::headless::run::run;
+use crate::preset::setting::parse_at;
+use crate::report::render_table;
+
+pub fn run_command(args: RunArgs) -> Result<()> {
+    check_plot(args.plot.as_deref())?;
+    let mut at = Vec::new();
+    for a in &args.at {
+        at.push(parse_at(a).map_err(usage)?);
+    }
+    let Prepared {
+        preset,
+        mut opts,
+        mut system,
+    } = prepare(&args.preset, &args.duration, &args.headless)?;
+    for (_, s) in &at {
+        check_later(&preset, &opts, s)?;
+    }
+    opts.at = at;
+    opts.csv = args.csv.clone();
+    opts.record = args.record.clone();
+    let result = run(&preset, &opts, &mut system);
+    let restored = finish(system);
+    let report = result?;
+    restored?;
+    if args.json.as_deref() == Some("-") {
+        // The table (with its warnings) is not printed: say on stderr what was refused.
+        for w in &report.warnings {
+            eprintln!("schedlab: warning: {w}");
+        }
+    }
+    print_report(args.json.as_deref(), &report, render_table(&report))?;
+    if let Some(path) = &args.plot {
+        crate::plot::plot_run(&report, path)?;
+    }
+    partial_exit(
+        &args.headless,
+        report
+            .partial
+            .then(|| format!("{} setting(s) (see the warnings)", report.refused.len())),
+    )
+}

@@ -1,0 +1,78 @@
+//! `schedlab` / `schedlab tui` (the live workbench) and `schedlab replay`.
+
+use anyhow::Result;
+
+use super::prepare::{prepare, Prepared};
+use super::usage;
+use crate::app::keys::KeyMap;
+use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs};
+
+pub fn tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(usage(
+            "the workbench needs a terminal; for a headless run use `schedlab run PRESET` (see --help)",
+        ));
+    }
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    let Prepared {
+        preset,
+        opts,
+        mut system,
+    } = prepare(
+        preset,
+        // The workbench runs until quit; the duration only has to pass the checks.
+        "24h",
+        &HeadlessArgs {
+            warmup: None,
+            allow_partial: true,
+            settings: settings.clone(),
+            system: system.clone(),
+        },
+    )?;
+    if !opts.system_sets.is_empty() {
+        return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
+    }
+    let record_dir = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
+    let tui_opts = crate::tui::TuiOptions {
+        exe: opts.exe.clone(),
+        interval: opts.interval,
+        keymap,
+        no_color: crate::tui::no_color_requested(),
+        open_recorder: Box::new(|path| {
+            crate::lab::record::FileRecorder::create(path)
+                .map(|r| Box::new(r) as Box<dyn crate::lab::record::Recorder>)
+        }),
+        record_dir,
+    };
+    system.allow_unthrottled_rt = false;
+    let restored = crate::tui::run(preset, system, tui_opts)?;
+    let failed: Vec<&String> = restored
+        .iter()
+        .filter(|r| r.starts_with("could not"))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{}",
+            failed
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(())
+}
+
+pub fn replay(file: &std::path::Path, speed: f64) -> Result<()> {
+    use std::io::IsTerminal;
+    if !(0.05..=100.0).contains(&speed) {
+        return Err(usage(format!("--speed {speed}: allowed 0.05..100")));
+    }
+    let records = crate::lab::record::read(file).map_err(|e| usage(format!("{e:#}")))?;
+    if !std::io::stdout().is_terminal() {
+        return Err(usage("replay opens the workbench and needs a terminal"));
+    }
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    crate::tui::replay(records, speed, keymap, crate::tui::no_color_requested())
+}

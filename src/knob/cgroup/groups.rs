@@ -1,0 +1,897 @@
+//! One run's cgroups: create them (journaled), set and read their knobs, move tasks in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context};
+use nix::errno::Errno;
+
+use super::mount::{enable_cpu, ensure_v2_cpu_enabled, CgroupRoot, Version};
+use super::values::{
+    parse_quota, shares_as_weight, shares_to_weight, unknown_knob, valid_name, validate,
+    weight_as_shares, weight_to_shares,
+};
+use crate::error::KnobError;
+use crate::knob::errno::{explain, WriteKind};
+use crate::knob::journal::Journal;
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    e.raw_os_error()
+        .map_or(Errno::UnknownErrno, Errno::from_raw)
+}
+
+fn read_trimmed(path: &Path) -> Result<String, KnobError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| {
+            KnobError::Refused(format!(
+                "reading {}: {}",
+                path.display(),
+                explain(errno_of(&e), WriteKind::File)
+            ))
+        })
+}
+
+fn read_num<T: std::str::FromStr>(path: &Path) -> Result<T, KnobError> {
+    let text = read_trimmed(path)?;
+    text.parse().map_err(|_| unexpected(path, &text))
+}
+
+fn unexpected(path: &Path, text: &str) -> KnobError {
+    KnobError::Refused(format!(
+        "reading {}: unexpected content \"{text}\"",
+        path.display()
+    ))
+}
+
+const NO_IDLE: &str = "cpu.idle needs Linux 5.15+";
+const NO_RT_GROUP: &str = "this kernel has no RT group scheduling (CONFIG_RT_GROUP_SCHED off)";
+const RT_ONLY_V1: &str =
+    "rt_runtime_us: RT group scheduling exists only in cgroup v1 (cgroup v2 has no cpu.rt_runtime_us)";
+
+/// The cgroups of one run.
+#[derive(Debug)]
+pub struct Cgroups {
+    root: CgroupRoot,
+    base: PathBuf,
+    groups: Vec<(String, PathBuf)>,
+    /// RT runtime changes read and write the base's budget and its siblings': serialised.
+    rt_lock: Mutex<()>,
+}
+
+impl Cgroups {
+    /// Make `schedlab-<pid>` under the mount and one group per name, journaling each
+    /// directory right after it exists so a crash between steps still gets it removed.
+    pub fn create(
+        root: CgroupRoot,
+        names: &[String],
+        journal: &mut Journal,
+    ) -> anyhow::Result<Cgroups> {
+        for (i, name) in names.iter().enumerate() {
+            if !valid_name(name) {
+                bail!("cgroup name \"{name}\" is not allowed: use letters, digits, '-' and '_'");
+            }
+            if names[..i].contains(name) {
+                bail!("cgroup name \"{name}\" is given twice");
+            }
+        }
+        let base = root.mount.join(format!("schedlab-{}", std::process::id()));
+        let mut made: Vec<PathBuf> = Vec::new();
+        let result = Self::build(&root, &base, names, journal, &mut made);
+        if result.is_err() {
+            // The journal would remove these at exit; do it now so a run that carries on
+            // without cgroups leaves none behind. Their entries then undo as no-ops.
+            for dir in made.iter().rev() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        let groups = result?;
+        Ok(Cgroups {
+            root,
+            base,
+            groups,
+            rt_lock: Mutex::new(()),
+        })
+    }
+
+    fn build(
+        root: &CgroupRoot,
+        base: &Path,
+        names: &[String],
+        journal: &mut Journal,
+        made: &mut Vec<PathBuf>,
+    ) -> anyhow::Result<Vec<(String, PathBuf)>> {
+        if root.version == Version::V2 {
+            ensure_v2_cpu_enabled(&root.mount, journal)?;
+        }
+        make_dir(base, journal, made)?;
+        if root.version == Version::V2 {
+            // Inside our own base, so it goes away with the rmdir: nothing to journal.
+            enable_cpu(&base.join("cgroup.subtree_control"))?;
+        }
+        let mut groups = Vec::with_capacity(names.len());
+        for name in names {
+            let dir = base.join(name);
+            make_dir(&dir, journal, made)?;
+            groups.push((name.clone(), dir));
+        }
+        Ok(groups)
+    }
+
+    pub fn version(&self) -> Version {
+        self.root.version
+    }
+
+    /// The per-run parent directory, `schedlab-<pid>` under the mount.
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    pub fn dir(&self, group: &str) -> Option<&Path> {
+        self.groups
+            .iter()
+            .find(|(n, _)| n == group)
+            .map(|(_, d)| d.as_path())
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.groups.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn group_dir(&self, group: &str) -> Result<&Path, KnobError> {
+        self.dir(group).ok_or_else(|| {
+            let names = self.names();
+            KnobError::Invalid(if names.is_empty() {
+                format!("unknown cgroup \"{group}\": this preset has no cgroups")
+            } else {
+                format!(
+                    "unknown cgroup \"{group}\": this preset's cgroups are {}",
+                    names.join(", ")
+                )
+            })
+        })
+    }
+
+    /// Write a knob (validated first) and return the value the kernel then holds.
+    pub fn set(&self, group: &str, knob: &str, value: &str) -> Result<String, KnobError> {
+        let dir = self.group_dir(group)?;
+        let normal = validate(knob, value)?;
+        let v1 = self.root.version == Version::V1;
+        match knob {
+            "weight" | "shares" => {
+                let n: u64 = normal
+                    .parse()
+                    .map_err(|_| KnobError::Invalid(unknown_knob(knob)))?;
+                let (file, text) = match (v1, knob) {
+                    (true, "weight") => ("cpu.shares", weight_to_shares(n)),
+                    (true, _) => ("cpu.shares", n),
+                    (false, "weight") => ("cpu.weight", n),
+                    (false, _) => ("cpu.weight", shares_to_weight(n)),
+                };
+                let path = dir.join(file);
+                write(&path, &text.to_string(), |errno| {
+                    (errno == Errno::EINVAL
+                        && read_trimmed(&dir.join("cpu.idle")).is_ok_and(|s| s == "1"))
+                    .then(|| {
+                        "the group is idle (idle = 1), which fixes its weight: set idle 0 first"
+                            .to_string()
+                    })
+                })?;
+            }
+            "quota" => {
+                let q = parse_quota(&normal)?;
+                let why = |_: Errno| {
+                    Some(
+                        "period must be 1ms..1s and quota at least 1ms (and not below cpu.cfs_burst_us on v1)"
+                            .to_string(),
+                    )
+                };
+                if v1 {
+                    // Period first: each write is checked against the other's current value,
+                    // and an unlimited quota never conflicts with a period.
+                    if let Some(p) = q.period_us {
+                        write(&dir.join("cpu.cfs_period_us"), &p.to_string(), why)?;
+                    }
+                    let quota = q
+                        .quota_us
+                        .map_or_else(|| "-1".to_string(), |n| n.to_string());
+                    write(&dir.join("cpu.cfs_quota_us"), &quota, why)?;
+                } else {
+                    let quota = q
+                        .quota_us
+                        .map_or_else(|| "max".to_string(), |n| n.to_string());
+                    let text = match q.period_us {
+                        Some(p) => format!("{quota} {p}"),
+                        None => quota,
+                    };
+                    write(&dir.join("cpu.max"), &text, why)?;
+                }
+            }
+            "idle" => {
+                let path = dir.join("cpu.idle");
+                if !path.exists() {
+                    return Err(KnobError::refused(NO_IDLE));
+                }
+                write(&path, &normal, |_| None)?;
+            }
+            "rt_runtime_us" => {
+                if !v1 {
+                    return Err(KnobError::refused(RT_ONLY_V1));
+                }
+                let runtime: u64 = normal
+                    .parse()
+                    .map_err(|_| KnobError::Invalid(unknown_knob(knob)))?;
+                self.set_rt_runtime(group, dir, runtime, value.trim())?;
+            }
+            _ => return Err(KnobError::Invalid(unknown_knob(knob))),
+        }
+        self.get(group, knob)
+    }
+
+    /// A child's RT runtime must fit in its parent's, and the base starts at 0: keep the
+    /// base at exactly the sum its groups need, raising it before a child grows and
+    /// lowering it after a child shrinks, so the root keeps every us nobody uses (a preset
+    /// lowering the root's cpu.rt_runtime_us must not be blocked by idle budget here).
+    fn set_rt_runtime(
+        &self,
+        group: &str,
+        dir: &Path,
+        runtime: u64,
+        asked: &str,
+    ) -> Result<(), KnobError> {
+        let file = dir.join("cpu.rt_runtime_us");
+        if !file.exists() {
+            return Err(KnobError::refused(NO_RT_GROUP));
+        }
+        let _serial = self.rt_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let period: u64 = read_num(&dir.join("cpu.rt_period_us"))?;
+        if runtime > period {
+            return Err(KnobError::Invalid(format!(
+                "rt_runtime_us \"{asked}\" is out of range: allowed 0..{period} (the group's cpu.rt_period_us)"
+            )));
+        }
+        let base_period: u64 = read_num(&self.base.join("cpu.rt_period_us"))?;
+        let mut need = scale_up(runtime, base_period, period);
+        for (name, other) in &self.groups {
+            if name != group {
+                let r: i64 = read_num(&other.join("cpu.rt_runtime_us"))?;
+                let p: u64 = read_num(&other.join("cpu.rt_period_us"))?;
+                need += scale_up(u64::try_from(r).unwrap_or(0), base_period, p);
+            }
+        }
+        let base_file = self.base.join("cpu.rt_runtime_us");
+        let base_now: u64 = read_num::<i64>(&base_file).map(|n| u64::try_from(n).unwrap_or(0))?;
+        if need > base_now {
+            let root_rt = read_trimmed(&self.root.mount.join("cpu.rt_runtime_us"))
+                .unwrap_or_else(|_| "?".into());
+            write(&base_file, &need.to_string(), |errno| {
+                (errno == Errno::EINVAL || errno == Errno::EBUSY).then(|| {
+                    format!(
+                        "the groups of this run would need {need} us of RT runtime per {base_period} us, \
+                         more than the root cgroup has free (its cpu.rt_runtime_us is {root_rt}, \
+                         shared with other cgroups)"
+                    )
+                })
+            })?;
+        }
+        let written = write(&file, &runtime.to_string(), |errno| {
+            match errno {
+            Errno::EINVAL => Some(format!(
+                "the group's runtime must fit within its parent's ({} holds {need} us) and its period ({period} us)",
+                self.base.display()
+            )),
+            Errno::EBUSY => Some(
+                "real-time (FIFO/RR) tasks in the group need that runtime: move them out or make them \
+                 non-RT before lowering it to 0"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+        });
+        let settled: u64 = if written.is_ok() { need } else { base_now };
+        // Best effort: a base left higher than needed only holds back budget until rmdir.
+        if settled < need.max(base_now) {
+            let _ = crate::knob::fs::write_file(&base_file, &settled.to_string());
+        }
+        written
+    }
+
+    /// Current value of a knob, read from the kernel (same shapes as `set` returns).
+    pub fn get(&self, group: &str, knob: &str) -> Result<String, KnobError> {
+        let dir = self.group_dir(group)?;
+        let v1 = self.root.version == Version::V1;
+        match knob {
+            "weight" if v1 => {
+                read_num(&dir.join("cpu.shares")).map(|s: u64| shares_as_weight(s).to_string())
+            }
+            "weight" => read_num(&dir.join("cpu.weight")).map(|w: u64| w.to_string()),
+            "shares" if v1 => read_num(&dir.join("cpu.shares")).map(|s: u64| s.to_string()),
+            "shares" => {
+                read_num(&dir.join("cpu.weight")).map(|w: u64| weight_as_shares(w).to_string())
+            }
+            "quota" if v1 => {
+                let quota: i64 = read_num(&dir.join("cpu.cfs_quota_us"))?;
+                let period: u64 = read_num(&dir.join("cpu.cfs_period_us"))?;
+                Ok(if quota < 0 {
+                    "max".to_string()
+                } else {
+                    format!("{quota}/{period}")
+                })
+            }
+            "quota" => {
+                let path = dir.join("cpu.max");
+                let text = read_trimmed(&path)?;
+                match text.split_whitespace().collect::<Vec<_>>()[..] {
+                    ["max", _] | ["max"] => Ok("max".to_string()),
+                    [q, p] if q.parse::<u64>().is_ok() && p.parse::<u64>().is_ok() => {
+                        Ok(format!("{q}/{p}"))
+                    }
+                    _ => Err(unexpected(&path, &text)),
+                }
+            }
+            "idle" => {
+                let path = dir.join("cpu.idle");
+                if !path.exists() {
+                    return Err(KnobError::refused(NO_IDLE));
+                }
+                read_num(&path).map(|n: i64| n.to_string())
+            }
+            "rt_runtime_us" if !v1 => Err(KnobError::refused(RT_ONLY_V1)),
+            "rt_runtime_us" => {
+                let path = dir.join("cpu.rt_runtime_us");
+                if !path.exists() {
+                    return Err(KnobError::refused(NO_RT_GROUP));
+                }
+                read_num(&path).map(|n: i64| n.to_string())
+            }
+            _ => Err(KnobError::Invalid(unknown_knob(knob))),
+        }
+    }
+
+    /// Move one thread into the group. v1 moves exactly the thread `tid`; v2 (outside
+    /// threaded mode) only moves whole processes, so there `pid` and all its threads move.
+    pub fn add_task(&self, group: &str, pid: i32, tid: i32) -> Result<(), KnobError> {
+        let dir = self.group_dir(group)?;
+        let (path, id) = match self.root.version {
+            Version::V1 => (dir.join("tasks"), tid),
+            Version::V2 => (dir.join("cgroup.procs"), pid),
+        };
+        write(&path, &id.to_string(), |errno| {
+            match (errno, self.root.version) {
+            (Errno::EINVAL, Version::V1) if is_realtime(tid) => Some(format!(
+                "a real-time (FIFO/RR) thread can only join a group with RT runtime: \
+                 set rt_runtime_us on \"{group}\" above 0 first"
+            )),
+            (Errno::EBUSY, Version::V2) => Some(
+                "cgroup v2 puts processes only in leaf groups, and a domain group cannot take a \
+                 process from a threaded subtree"
+                    .to_string(),
+            ),
+            (Errno::EOPNOTSUPP, Version::V2) => Some(
+                "the cpu controller cannot take this process (with RT group scheduling, real-time \
+                 tasks cannot join a v2 cpu group)"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+        })
+    }
+}
+
+fn is_realtime(tid: i32) -> bool {
+    // SAFETY: sched_getscheduler takes a plain id and touches no memory of ours.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
+/// `runtime` per `period` expressed per `base_period`, rounded up so the kernel's
+/// fixed-point sum of the children never exceeds the parent's.
+fn scale_up(runtime: u64, base_period: u64, period: u64) -> u64 {
+    if period == 0 || period == base_period {
+        return runtime;
+    }
+    let scaled = (u128::from(runtime) * u128::from(base_period)).div_ceil(u128::from(period));
+    u64::try_from(scaled).unwrap_or(u64::MAX)
+}
+
+/// Write `value` to `path`; a refusal becomes one line: what went where, the errno, and
+/// why — `why` gives a knob-specific reason, else the generic one for file writes.
+pub(super) fn write(
+    path: &Path,
+    value: &str,
+    why: impl Fn(Errno) -> Option<String>,
+) -> Result<(), KnobError> {
+    crate::knob::fs::write_file(path, value).map_err(|e| {
+        let errno = errno_of(&e);
+        let text = match why(errno) {
+            Some(reason) => format!("{errno:?} ({}): {reason}", errno.desc()),
+            None => explain(errno, WriteKind::File),
+        };
+        KnobError::Refused(format!("writing {value} to {}: {text}", path.display()))
+    })
+}
+
+/// mkdir, then journal it at once; a directory that already existed is not ours to remove.
+fn make_dir(dir: &Path, journal: &mut Journal, made: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    if let Err(e) = std::fs::create_dir(dir) {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            bail!(
+                "{} already exists (a name clashing with a cgroup file, or left by an earlier run: \
+                 `schedlab restore` removes those)",
+                dir.display()
+            );
+        }
+        bail!(
+            "creating the cgroup {}: {}",
+            dir.display(),
+            explain(errno_of(&e), WriteKind::File)
+        );
+    }
+    made.push(dir.to_path_buf());
+    journal
+        .record_dir(dir)
+        .with_context(|| format!("journaling the new cgroup {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knob::cgroup::{detect, KNOBS};
+    use std::collections::HashMap;
+
+    /// Fake cgroup directories in a tempdir: files are plain files, so each set's target is
+    /// emptied first (a plain file is not truncated by the write the way a cgroup file
+    /// replaces its value).
+    fn fake(version: Version, files: &[(&str, &str)]) -> (tempfile::TempDir, Cgroups) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let base = tmp.path().join("schedlab-1");
+        let mut groups = Vec::new();
+        for name in ["a", "b"] {
+            let dir = base.join(name);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            for (file, text) in files {
+                std::fs::write(dir.join(file), text).expect("write");
+            }
+            groups.push((name.to_string(), dir));
+        }
+        for (file, text) in files {
+            std::fs::write(base.join(file), text).expect("write");
+        }
+        let cg = Cgroups {
+            root: CgroupRoot {
+                version,
+                mount: tmp.path().to_path_buf(),
+            },
+            base,
+            groups,
+            rt_lock: Mutex::new(()),
+        };
+        (tmp, cg)
+    }
+
+    fn empty(cg: &Cgroups, group: &str, file: &str) {
+        std::fs::write(cg.dir(group).expect("group").join(file), "").expect("truncate");
+    }
+
+    fn content(cg: &Cgroups, group: &str, file: &str) -> String {
+        std::fs::read_to_string(cg.dir(group).expect("group").join(file)).expect("read")
+    }
+
+    #[test]
+    fn v2_files_are_written_and_read_in_v2_shapes() {
+        let (_tmp, cg) = fake(
+            Version::V2,
+            &[
+                ("cpu.weight", "100\n"),
+                ("cpu.max", "max 100000\n"),
+                ("cpu.idle", "0\n"),
+            ],
+        );
+        assert_eq!(cg.get("a", "weight"), Ok("100".into()));
+        assert_eq!(cg.get("a", "shares"), Ok("1024".into()));
+        assert_eq!(cg.get("a", "quota"), Ok("max".into()));
+        assert_eq!(cg.get("a", "idle"), Ok("0".into()));
+        empty(&cg, "a", "cpu.weight");
+        assert_eq!(cg.set("a", "shares", "512"), Ok("512".into()));
+        assert_eq!(content(&cg, "a", "cpu.weight"), "50");
+        empty(&cg, "a", "cpu.weight");
+        assert_eq!(cg.set("a", "weight", "300"), Ok("300".into()));
+        assert_eq!(content(&cg, "a", "cpu.weight"), "300");
+        empty(&cg, "a", "cpu.max");
+        assert_eq!(cg.set("a", "quota", "20ms/50ms"), Ok("20000/50000".into()));
+        assert_eq!(content(&cg, "a", "cpu.max"), "20000 50000");
+        empty(&cg, "a", "cpu.max");
+        assert_eq!(cg.set("a", "quota", "max/100ms"), Ok("max".into()));
+        assert_eq!(content(&cg, "a", "cpu.max"), "max 100000");
+        let e = cg
+            .set("a", "rt_runtime_us", "1000")
+            .expect_err("v2 has no RT groups")
+            .to_string();
+        assert!(e.contains("only in cgroup v1"), "{e}");
+        assert!(cg
+            .get("a", "rt_runtime_us")
+            .expect_err("v2")
+            .to_string()
+            .contains("only in cgroup v1"));
+    }
+
+    #[test]
+    fn v1_missing_files_and_unknown_names_get_clear_errors() {
+        let (_tmp, cg) = fake(
+            Version::V1,
+            &[
+                ("cpu.shares", "1024\n"),
+                ("cpu.cfs_quota_us", "-1\n"),
+                ("cpu.cfs_period_us", "100000\n"),
+            ],
+        );
+        assert_eq!(cg.get("b", "weight"), Ok("100".into()));
+        assert_eq!(cg.get("b", "quota"), Ok("max".into()));
+        assert_eq!(cg.set("b", "idle", "1"), Err(KnobError::refused(NO_IDLE)));
+        assert_eq!(cg.get("b", "idle"), Err(KnobError::refused(NO_IDLE)));
+        assert_eq!(
+            cg.set("b", "rt_runtime_us", "1000"),
+            Err(KnobError::refused(NO_RT_GROUP))
+        );
+        assert_eq!(
+            cg.get("b", "rt_runtime_us"),
+            Err(KnobError::refused(NO_RT_GROUP))
+        );
+        assert_eq!(
+            cg.set("c", "weight", "5"),
+            Err(KnobError::invalid(
+                "unknown cgroup \"c\": this preset's cgroups are a, b"
+            ))
+        );
+        assert!(cg
+            .get("a", "nice")
+            .expect_err("knob")
+            .to_string()
+            .contains(KNOBS));
+        let e = cg.set("a", "weight", "0").expect_err("range").to_string();
+        assert!(e.contains("1..10000"), "{e}");
+        assert_eq!(cg.names(), vec!["a".to_string(), "b".to_string()]);
+        assert!(cg.dir("a").is_some_and(|d| d.ends_with("schedlab-1/a")));
+    }
+
+    #[test]
+    fn create_rejects_bad_and_duplicate_names_before_touching_anything() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = CgroupRoot {
+            version: Version::V1,
+            mount: tmp.path().join("nowhere"),
+        };
+        let mut journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
+        for names in [
+            vec!["a b".to_string()],
+            vec!["../x".into()],
+            vec!["".into()],
+            vec!["a".into(), "a".into()],
+        ] {
+            let e = Cgroups::create(root.clone(), &names, &mut journal)
+                .expect_err("bad names")
+                .to_string();
+            assert!(e.to_string().contains("cgroup name"), "{e}");
+        }
+        assert!(journal.entries().is_empty());
+        assert!(!tmp.path().join("journal.jsonl").exists());
+    }
+
+    #[test]
+    fn v2_create_journals_minus_cpu_before_enabling_cpu_at_the_root() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let subtree = tmp.path().join("cgroup.subtree_control");
+        std::fs::write(&subtree, "").expect("write");
+        let root = CgroupRoot {
+            version: Version::V2,
+            mount: tmp.path().to_path_buf(),
+        };
+        let jpath = tmp.path().join("journal.jsonl");
+        let mut journal = Journal::new(jpath.clone()).allow_under(tmp.path());
+        // A plain directory has no cgroup.subtree_control, so enabling cpu in the base
+        // fails: the failure path must still leave the undo journaled and the base gone.
+        let e = Cgroups::create(root, &["a".to_string()], &mut journal)
+            .expect_err("fake fs")
+            .to_string();
+        let base = tmp.path().join(format!("schedlab-{}", std::process::id()));
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!(
+                "writing +cpu to {}",
+                base.join("cgroup.subtree_control").display()
+            )),
+            "{text}"
+        );
+        assert!(!text.contains('\n'), "{text}");
+        assert_eq!(std::fs::read_to_string(&subtree).expect("read"), "+cpu");
+        assert!(!base.exists());
+        use crate::knob::journal::Entry;
+        assert_eq!(
+            journal.entries(),
+            &[
+                Entry::File {
+                    path: subtree.clone(),
+                    old: "-cpu".into()
+                },
+                Entry::Dir { path: base }
+            ]
+        );
+        std::fs::write(&subtree, "").expect("truncate");
+        let restored = journal.restore();
+        assert!(restored.iter().all(|r| r.ok()), "{restored:?}");
+        assert_eq!(std::fs::read_to_string(&subtree).expect("read"), "-cpu");
+        assert!(!jpath.exists());
+    }
+
+    #[test]
+    fn v2_create_leaves_an_enabled_root_alone() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let subtree = tmp.path().join("cgroup.subtree_control");
+        std::fs::write(&subtree, "cpu memory\n").expect("write");
+        let mut journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
+        ensure_v2_cpu_enabled(tmp.path(), &mut journal).expect("already on");
+        assert!(journal.entries().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(&subtree).expect("read"),
+            "cpu memory\n"
+        );
+    }
+
+    // ---- real cgroup v1 tests: root only, one at a time ----
+
+    static REAL: Mutex<()> = Mutex::new(());
+
+    fn real_v1() -> Option<CgroupRoot> {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: real cgroup tests need root");
+            return None;
+        }
+        match detect() {
+            Some(root) if root.version == Version::V1 => Some(root),
+            _ => {
+                eprintln!("skipped: no cgroup v1 cpu controller here");
+                None
+            }
+        }
+    }
+
+    /// Kills the child and restores the journal even when an assertion fails, in that order
+    /// (a group with a live task cannot be removed).
+    struct Guard {
+        child: Option<std::process::Child>,
+        journal: Journal,
+        _tmp: tempfile::TempDir,
+    }
+
+    impl Guard {
+        fn new() -> Guard {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let journal = Journal::new(tmp.path().join("journal.jsonl")).allow_under(tmp.path());
+            Guard {
+                child: None,
+                journal,
+                _tmp: tmp,
+            }
+        }
+
+        fn finish(&mut self) -> Vec<crate::knob::journal::Restored> {
+            if let Some(mut child) = self.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            self.journal.restore()
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            for r in self.finish() {
+                if !r.ok() {
+                    eprintln!("cleanup: {r}");
+                }
+            }
+        }
+    }
+
+    fn proc_cgroup_path(pid: u32) -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        text.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let _id = f.next()?;
+            let controllers = f.next()?;
+            let path = f.next()?;
+            controllers
+                .split(',')
+                .any(|c| c == "cpu")
+                .then(|| path.to_string())
+        })
+    }
+
+    #[test]
+    fn real_v1_create_set_get_move_and_restore() {
+        let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(root) = real_v1() else { return };
+        let root_rt =
+            std::fs::read_to_string(root.mount.join("cpu.rt_runtime_us")).expect("root rt");
+        let mut guard = Guard::new();
+        let names = vec!["fast".to_string(), "slow".to_string()];
+        let cg = Cgroups::create(root.clone(), &names, &mut guard.journal).expect("create");
+        let base = cg.base().to_path_buf();
+        assert_eq!(
+            base,
+            root.mount.join(format!("schedlab-{}", std::process::id()))
+        );
+        assert!(base.join("fast").is_dir() && base.join("slow").is_dir());
+        assert_eq!(guard.journal.entries().len(), 3);
+        assert_eq!(cg.version(), Version::V1);
+
+        assert_eq!(cg.get("fast", "weight"), Ok("100".into()));
+        assert_eq!(cg.set("fast", "weight", "50"), Ok("50".into()));
+        assert_eq!(content(&cg, "fast", "cpu.shares").trim(), "512");
+        assert_eq!(cg.set("slow", "shares", "2048"), Ok("2048".into()));
+        assert_eq!(cg.get("slow", "weight"), Ok("200".into()));
+        assert_eq!(cg.set("fast", "weight", "3"), Ok("3".into()));
+
+        assert_eq!(cg.get("fast", "quota"), Ok("max".into()));
+        assert_eq!(
+            cg.set("fast", "quota", "50ms/100ms"),
+            Ok("50000/100000".into())
+        );
+        assert_eq!(content(&cg, "fast", "cpu.cfs_quota_us").trim(), "50000");
+        assert_eq!(
+            cg.set("fast", "quota", "150ms/200ms"),
+            Ok("150000/200000".into())
+        );
+        assert_eq!(cg.set("fast", "quota", "max"), Ok("max".into()));
+        assert_eq!(content(&cg, "fast", "cpu.cfs_quota_us").trim(), "-1");
+
+        assert_eq!(cg.set("slow", "idle", "1"), Ok("1".into()));
+        let e = cg
+            .set("slow", "weight", "10")
+            .expect_err("idle group has no weight")
+            .to_string();
+        assert!(e.contains("EINVAL") && e.contains("idle 0"), "{e}");
+        assert_eq!(cg.set("slow", "idle", "0"), Ok("0".into()));
+
+        assert_eq!(cg.get("fast", "rt_runtime_us"), Ok("0".into()));
+        assert_eq!(
+            cg.set("fast", "rt_runtime_us", "100ms"),
+            Ok("100000".into())
+        );
+        assert_eq!(
+            std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
+                .expect("base")
+                .trim(),
+            "100000"
+        );
+        assert_eq!(cg.set("slow", "rt_runtime_us", "50000"), Ok("50000".into()));
+        assert_eq!(
+            std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
+                .expect("base")
+                .trim(),
+            "150000"
+        );
+        assert_eq!(cg.set("fast", "rt_runtime_us", "0"), Ok("0".into()));
+        assert_eq!(
+            std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
+                .expect("base")
+                .trim(),
+            "50000"
+        );
+        let e = cg
+            .set("fast", "rt_runtime_us", "2000000")
+            .expect_err("above the period")
+            .to_string();
+        assert!(e.contains("0..1000000"), "{e}");
+        let e = cg
+            .set("fast", "rt_runtime_us", "920000")
+            .expect_err("more than the root has")
+            .to_string();
+        assert!(e.contains("EINVAL") || e.contains("EBUSY"), "{e}");
+        assert!(e.contains("root cgroup"), "{e}");
+        assert_eq!(cg.get("fast", "rt_runtime_us"), Ok("0".into()));
+        assert_eq!(
+            std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
+                .expect("base")
+                .trim(),
+            "50000"
+        );
+
+        let child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id();
+        guard.child = Some(child);
+        let id = i32::try_from(pid).expect("pid");
+        let me = std::process::id();
+        cg.add_task("slow", id, id).expect("move into slow");
+        assert_eq!(proc_cgroup_path(pid), Some(format!("/schedlab-{me}/slow")));
+
+        // The kernel refuses FIFO inside a group without RT runtime; "slow" has some.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: a plain syscall on our own sleeping child with a valid param.
+        let rc = unsafe { libc::sched_setscheduler(id, libc::SCHED_FIFO, &param) };
+        assert_eq!(
+            rc,
+            0,
+            "make the child FIFO: {}",
+            std::io::Error::last_os_error()
+        );
+        let e = cg
+            .add_task("fast", id, id)
+            .expect_err("an RT task into a group without runtime")
+            .to_string();
+        assert!(e.contains("EINVAL") && e.contains("rt_runtime_us"), "{e}");
+        assert_eq!(proc_cgroup_path(pid), Some(format!("/schedlab-{me}/slow")));
+        assert_eq!(cg.set("fast", "rt_runtime_us", "10000"), Ok("10000".into()));
+        cg.add_task("fast", id, id)
+            .expect("an RT task into a group with runtime");
+        assert_eq!(proc_cgroup_path(pid), Some(format!("/schedlab-{me}/fast")));
+        let e = cg
+            .set("fast", "rt_runtime_us", "0")
+            .expect_err("busy")
+            .to_string();
+        assert!(e.contains("EBUSY") && e.contains("real-time"), "{e}");
+        assert_eq!(cg.get("fast", "rt_runtime_us"), Ok("10000".into()));
+        assert_eq!(
+            std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
+                .expect("base")
+                .trim(),
+            "60000"
+        );
+
+        let e = cg
+            .add_task("nope", id, id)
+            .expect_err("unknown group")
+            .to_string();
+        assert_eq!(
+            e,
+            "unknown cgroup \"nope\": this preset's cgroups are fast, slow"
+        );
+
+        let restored = guard.finish();
+        assert_eq!(restored.len(), 3);
+        assert!(restored.iter().all(|r| r.ok()), "{restored:?}");
+        assert!(!base.exists());
+        let root_rt_after =
+            std::fs::read_to_string(root.mount.join("cpu.rt_runtime_us")).expect("root rt");
+        assert_eq!(root_rt_after, root_rt);
+    }
+
+    #[test]
+    fn real_v1_failed_create_removes_what_it_made() {
+        let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(root) = real_v1() else { return };
+        let mut guard = Guard::new();
+        // "tasks" is a file of every v1 cgroup: the second mkdir fails after the first worked.
+        let names = vec!["ok".to_string(), "tasks".to_string()];
+        let e = Cgroups::create(root.clone(), &names, &mut guard.journal)
+            .expect_err("clash")
+            .to_string();
+        assert!(e.to_string().contains("already exists"), "{e}");
+        let base = root.mount.join(format!("schedlab-{}", std::process::id()));
+        assert!(!base.exists(), "cleaned up at once");
+        let restored = guard.finish();
+        assert!(restored.iter().all(|r| r.ok()), "{restored:?}");
+    }
+
+    #[test]
+    fn real_v1_groups_use_all_knob_names() {
+        let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(root) = real_v1() else { return };
+        let mut guard = Guard::new();
+        let cg = Cgroups::create(root, &["g".to_string()], &mut guard.journal).expect("create");
+        let mut seen = HashMap::new();
+        for knob in KNOBS.split(", ") {
+            seen.insert(knob, cg.get("g", knob).expect(knob));
+        }
+        assert_eq!(seen["weight"], "100");
+        assert_eq!(seen["shares"], "1024");
+        assert_eq!(seen["quota"], "max");
+        assert_eq!(seen["idle"], "0");
+        assert_eq!(seen["rt_runtime_us"], "0");
+        let restored = guard.finish();
+        assert!(restored.iter().all(|r| r.ok()), "{restored:?}");
+    }
+}
