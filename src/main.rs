@@ -706,7 +706,7 @@ fn cmd_tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
             "the workbench needs a terminal; for a headless run use `schedlab run PRESET` (see --help)",
         ));
     }
-    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(|e| usage(e.0))?;
     let Prepared {
         preset,
         opts,
@@ -766,7 +766,7 @@ fn cmd_replay(file: &std::path::Path, speed: f64) -> Result<()> {
     if !std::io::stdout().is_terminal() {
         return Err(usage("replay opens the workbench and needs a terminal"));
     }
-    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(|e| usage(e.0))?;
     schedlab::tui::replay(records, speed, keymap, schedlab::tui::no_color_requested())
 }
 
