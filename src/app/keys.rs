@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
+use crate::error::Invalid;
+
 /// What a key asks for, before the App decides what it means in the current mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Command {
@@ -145,7 +147,7 @@ pub struct Key {
 }
 
 impl Key {
-    pub fn parse(s: &str) -> Result<Key, String> {
+    pub fn parse(s: &str) -> Result<Key, Invalid> {
         let lower = s.trim().to_ascii_lowercase();
         let (mut ctrl, mut shift) = (false, false);
         let mut rest = lower.as_str();
@@ -171,7 +173,7 @@ impl Key {
             "space" => KeyCode::Char(' '),
             "backspace" => KeyCode::Backspace,
             f if f.starts_with('f') && f.len() > 1 => {
-                KeyCode::F(f[1..].parse().map_err(|_| format!("bad key \"{s}\""))?)
+                KeyCode::F(f[1..].parse().map_err(|_| Invalid(format!("bad key \"{s}\"")))?)
             }
             c if c.chars().count() == 1 => {
                 let ch = c.chars().next().unwrap_or(' ');
@@ -182,9 +184,9 @@ impl Key {
                 KeyCode::Char(s.trim().chars().last().unwrap_or(ch))
             }
             _ => {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "bad key \"{s}\": use a character, ctrl-X, shift-X, up, down, left, right, enter, tab, esc, space, backspace or F1..F12"
-                ))
+                )))
             }
         };
         Ok(Key { code, ctrl, shift })
@@ -278,17 +280,17 @@ impl KeyMap {
 
     /// Defaults overridden by a TOML config: `[keys]` with `quit = "x"` or
     /// `quit = ["x", "ctrl-q"]`; a rebound command loses its default keys.
-    pub fn from_toml(text: &str) -> Result<KeyMap, String> {
+    pub fn from_toml(text: &str) -> Result<KeyMap, Invalid> {
         let cfg: KeyConfig =
-            toml::from_str(text).map_err(|e| format!("key config: {}", e.message()))?;
+            toml::from_str(text).map_err(|e| Invalid(format!("key config: {}", e.message())))?;
         let mut km = KeyMap::default();
         for (name, value) in cfg.keys {
             let Some((cmd, ..)) = Command::ALL.iter().find(|(_, n, ..)| *n == name) else {
                 let names: Vec<&str> = Command::ALL.iter().map(|(_, n, ..)| *n).collect();
-                return Err(format!(
+                return Err(Invalid(format!(
                     "key config: unknown command \"{name}\": commands are {}",
                     names.join(", ")
-                ));
+                )));
             };
             let keys = match value {
                 KeysValue::One(k) => vec![k],
@@ -296,7 +298,8 @@ impl KeyMap {
             };
             km.map.retain(|(_, c)| c != cmd);
             for k in keys {
-                let key = Key::parse(&k).map_err(|e| format!("key config: {name}: {e}"))?;
+                let key =
+                    Key::parse(&k).map_err(|e| Invalid(format!("key config: {name}: {e}")))?;
                 // A key bound to a new command leaves its old one.
                 km.map.retain(|(old, _)| *old != key);
                 km.map.push((key, *cmd));
@@ -311,13 +314,13 @@ impl KeyMap {
     }
 
     /// The user's bindings, or the defaults when there is no config file.
-    pub fn load(path: Option<&Path>) -> Result<KeyMap, String> {
+    pub fn load(path: Option<&Path>) -> Result<KeyMap, Invalid> {
         match path {
             Some(p) if p.exists() => {
                 let text =
                     crate::input::read_bounded(p, crate::input::MAX_CONFIG_BYTES, "the file")
-                        .map_err(|e| format!("{}: {e}", p.display()))?;
-                KeyMap::from_toml(&text).map_err(|e| format!("{}: {e}", p.display()))
+                        .map_err(|e| Invalid(format!("{}: {e}", p.display())))?;
+                KeyMap::from_toml(&text).map_err(|e| Invalid(format!("{}: {e}", p.display())))
             }
             _ => Ok(KeyMap::default()),
         }
@@ -378,9 +381,10 @@ mod tests {
             Some(Command::Pause)
         );
         let err = KeyMap::from_toml("[keys]\nexplode = \"x\"\n").unwrap_err();
-        assert!(err.contains("commands are quit, help"), "{err}");
+        assert!(err.0.contains("commands are quit, help"), "{err}");
         assert!(KeyMap::from_toml("[keys]\nquit = \"hyper-x\"\n")
             .unwrap_err()
+            .0
             .contains("bad key"));
     }
 }

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use crossterm::event::KeyEvent;
 
+use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
 use crate::knob::task::Policy;
+use crate::lab::record::RecordError;
 use crate::lab::store::Store;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, TaskSample};
@@ -29,11 +31,11 @@ pub enum Action {
     Started(Box<Started>),
     KnobResult {
         setting: String,
-        result: Result<String, String>,
+        result: Result<String, KnobError>,
     },
     SystemKnobs(Vec<KnobInfo>),
     Presets(Vec<(String, String)>),
-    Recording(Result<Option<String>, String>),
+    Recording(Result<Option<String>, RecordError>),
     Error(String),
     Resize(u16, u16),
 }
@@ -121,6 +123,24 @@ pub struct App {
     /// Read-only: a replay; knob changes are refused.
     pub replay: bool,
     pub quit: bool,
+}
+
+/// Commands a replay refuses: they act on a live run's knobs, workload or recording.
+fn changes_the_run(cmd: Command) -> bool {
+    matches!(
+        cmd,
+        Command::Policy
+            | Command::Priority
+            | Command::NiceUp
+            | Command::NiceDown
+            | Command::Cpus
+            | Command::Slice
+            | Command::Edit
+            | Command::CommandLine
+            | Command::Restart
+            | Command::Presets
+            | Command::Record
+    )
 }
 
 const INTERVALS_MS: [u64; 7] = [50, 100, 200, 500, 1000, 2000, 5000];
@@ -242,7 +262,7 @@ impl App {
                         let path = self.recording.take().unwrap_or_default();
                         self.say(format!("recording saved: {path}"));
                     }
-                    Err(e) => self.complain(e),
+                    Err(e) => self.complain(e.to_string()),
                 }
                 Vec::new()
             }
@@ -275,22 +295,7 @@ impl App {
     }
 
     fn command(&mut self, cmd: Command) -> Vec<Effect> {
-        let read_only = self.replay
-            && matches!(
-                cmd,
-                Command::Policy
-                    | Command::Priority
-                    | Command::NiceUp
-                    | Command::NiceDown
-                    | Command::Cpus
-                    | Command::Slice
-                    | Command::Edit
-                    | Command::CommandLine
-                    | Command::Restart
-                    | Command::Presets
-                    | Command::Record
-            );
-        if read_only {
+        if self.replay && changes_the_run(cmd) {
             self.complain("a replay is read-only: knobs show what was recorded");
             return Vec::new();
         }
@@ -303,119 +308,131 @@ impl App {
                 self.ui.mode = Mode::Help;
                 Vec::new()
             }
-            Command::Up | Command::Down => {
-                let down = cmd == Command::Down;
-                let (sel, len) = match self.ui.panel {
-                    Panel::Tasks => (&mut self.ui.selected_task, self.live.tasks.len()),
-                    Panel::Knobs => (&mut self.ui.selected_knob, self.knobs.len()),
-                };
-                if len > 0 {
-                    *sel = if down {
-                        (*sel + 1) % len
-                    } else {
-                        (*sel + len - 1) % len
-                    };
-                }
-                Vec::new()
-            }
-            Command::NextPanel => {
-                self.ui.panel = match self.ui.panel {
-                    Panel::Tasks => Panel::Knobs,
-                    Panel::Knobs => Panel::Tasks,
-                };
-                Vec::new()
-            }
+            Command::Up | Command::Down => self.move_selection(cmd == Command::Down),
+            Command::NextPanel => self.next_panel(),
             Command::Policy => self.open_policy(),
-            Command::Priority => self.open_input_for_task("priority", |s| {
-                s.rt_priority().map(|p| p.max(1).to_string())
-            }),
-            Command::NiceUp | Command::NiceDown => {
-                self.nudge_nice(if cmd == Command::NiceUp { 1 } else { -1 })
-            }
+            Command::Priority => self.open_priority(),
+            Command::NiceUp => self.nudge_nice(1),
+            Command::NiceDown => self.nudge_nice(-1),
             Command::Cpus => self.open_cpu_picker(),
-            Command::Slice => self.open_input_for_task("slice", |s| {
-                s.sched.slice_ns.map(|n| format!("{}us", n / 1000))
-            }),
+            Command::Slice => self.open_slice(),
             Command::Edit => self.open_edit(),
-            Command::CommandLine => {
-                self.ui.mode = Mode::input("set TASK.KNOB=VALUE or sys.KNOB=VALUE", "", "");
-                Vec::new()
-            }
-            Command::Pause => {
-                self.ui.paused = !self.ui.paused;
-                self.say(if self.ui.paused {
-                    "paused: sampling stopped"
-                } else {
-                    "sampling"
-                });
-                vec![Effect::Pause(self.ui.paused)]
-            }
+            Command::CommandLine => self.open_command_line(),
+            Command::Pause => self.toggle_pause(),
             Command::IntervalDown | Command::IntervalUp => {
-                let ms = self.ui.interval.as_millis() as u64;
-                let pos = INTERVALS_MS
-                    .iter()
-                    .position(|&i| i >= ms)
-                    .unwrap_or(INTERVALS_MS.len() - 1);
-                let next = if cmd == Command::IntervalUp {
-                    INTERVALS_MS[(pos + 1).min(INTERVALS_MS.len() - 1)]
-                } else {
-                    INTERVALS_MS[pos.saturating_sub(1)]
-                };
-                self.ui.interval = Duration::from_millis(next);
-                self.say(format!("sampling every {next} ms"));
-                vec![Effect::SetInterval(self.ui.interval)]
+                self.step_interval(cmd == Command::IntervalUp)
             }
-            Command::ZoomIn | Command::ZoomOut => {
-                let pos = WINDOWS_S
-                    .iter()
-                    .position(|&w| w >= self.ui.window_s)
-                    .unwrap_or(WINDOWS_S.len() - 1);
-                self.ui.window_s = if cmd == Command::ZoomOut {
-                    WINDOWS_S[(pos + 1).min(WINDOWS_S.len() - 1)]
-                } else {
-                    WINDOWS_S[pos.saturating_sub(1)]
-                };
-                self.say(format!("showing the last {} s", self.ui.window_s));
-                Vec::new()
-            }
+            Command::ZoomIn | Command::ZoomOut => self.zoom(cmd == Command::ZoomOut),
             Command::Restart => {
                 self.say("restarting the workload...");
                 vec![Effect::Restart(None)]
             }
-            Command::Presets => {
-                if self.presets.is_empty() {
-                    self.complain("no presets found");
-                } else {
-                    let current = self
-                        .preset
-                        .as_ref()
-                        .map(|p| p.name.clone())
-                        .unwrap_or_default();
-                    let selected = self
-                        .presets
-                        .iter()
-                        .position(|(n, _)| *n == current)
-                        .unwrap_or(0);
-                    self.ui.mode = Mode::Presets { selected };
-                }
-                Vec::new()
-            }
+            Command::Presets => self.open_presets(),
             Command::Note => {
                 self.ui.show_note = !self.ui.show_note;
                 Vec::new()
             }
             Command::Record => vec![Effect::ToggleRecord],
-            Command::StepBack | Command::StepForward | Command::SeekBack | Command::SeekForward
-                if !self.replay =>
-            {
-                self.complain("stepping and seeking work in a replay (schedlab replay FILE)");
-                Vec::new()
-            }
-            Command::StepBack => vec![Effect::Step(-1)],
-            Command::StepForward => vec![Effect::Step(1)],
-            Command::SeekBack => vec![Effect::Seek(-10.0)],
-            Command::SeekForward => vec![Effect::Seek(10.0)],
+            Command::StepBack => self.replay_move(Effect::Step(-1)),
+            Command::StepForward => self.replay_move(Effect::Step(1)),
+            Command::SeekBack => self.replay_move(Effect::Seek(-10.0)),
+            Command::SeekForward => self.replay_move(Effect::Seek(10.0)),
         }
+    }
+
+    /// Up/down in the focused list, wrapping at both ends.
+    fn move_selection(&mut self, down: bool) -> Vec<Effect> {
+        let (sel, len) = match self.ui.panel {
+            Panel::Tasks => (&mut self.ui.selected_task, self.live.tasks.len()),
+            Panel::Knobs => (&mut self.ui.selected_knob, self.knobs.len()),
+        };
+        if len > 0 {
+            *sel = if down {
+                (*sel + 1) % len
+            } else {
+                (*sel + len - 1) % len
+            };
+        }
+        Vec::new()
+    }
+
+    fn next_panel(&mut self) -> Vec<Effect> {
+        self.ui.panel = match self.ui.panel {
+            Panel::Tasks => Panel::Knobs,
+            Panel::Knobs => Panel::Tasks,
+        };
+        Vec::new()
+    }
+
+    fn toggle_pause(&mut self) -> Vec<Effect> {
+        self.ui.paused = !self.ui.paused;
+        self.say(if self.ui.paused {
+            "paused: sampling stopped"
+        } else {
+            "sampling"
+        });
+        vec![Effect::Pause(self.ui.paused)]
+    }
+
+    /// The next sampling interval of [`INTERVALS_MS`], slower or faster.
+    fn step_interval(&mut self, slower: bool) -> Vec<Effect> {
+        let ms = self.ui.interval.as_millis() as u64;
+        let pos = INTERVALS_MS
+            .iter()
+            .position(|&i| i >= ms)
+            .unwrap_or(INTERVALS_MS.len() - 1);
+        let next = if slower {
+            INTERVALS_MS[(pos + 1).min(INTERVALS_MS.len() - 1)]
+        } else {
+            INTERVALS_MS[pos.saturating_sub(1)]
+        };
+        self.ui.interval = Duration::from_millis(next);
+        self.say(format!("sampling every {next} ms"));
+        vec![Effect::SetInterval(self.ui.interval)]
+    }
+
+    /// The next graph window of [`WINDOWS_S`], longer or shorter.
+    fn zoom(&mut self, out: bool) -> Vec<Effect> {
+        let pos = WINDOWS_S
+            .iter()
+            .position(|&w| w >= self.ui.window_s)
+            .unwrap_or(WINDOWS_S.len() - 1);
+        self.ui.window_s = if out {
+            WINDOWS_S[(pos + 1).min(WINDOWS_S.len() - 1)]
+        } else {
+            WINDOWS_S[pos.saturating_sub(1)]
+        };
+        self.say(format!("showing the last {} s", self.ui.window_s));
+        Vec::new()
+    }
+
+    /// The preset picker, on the preset that runs now.
+    fn open_presets(&mut self) -> Vec<Effect> {
+        if self.presets.is_empty() {
+            self.complain("no presets found");
+        } else {
+            let current = self
+                .preset
+                .as_ref()
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
+            let selected = self
+                .presets
+                .iter()
+                .position(|(n, _)| *n == current)
+                .unwrap_or(0);
+            self.ui.mode = Mode::Presets { selected };
+        }
+        Vec::new()
+    }
+
+    /// Stepping and seeking, which only a replay can do.
+    fn replay_move(&mut self, effect: Effect) -> Vec<Effect> {
+        if !self.replay {
+            self.complain("stepping and seeking work in a replay (schedlab replay FILE)");
+            return Vec::new();
+        }
+        vec![effect]
     }
 
     fn open_policy(&mut self) -> Vec<Effect> {
@@ -436,6 +453,23 @@ impl App {
             selected,
             knob: format!("{task}.policy"),
         };
+        Vec::new()
+    }
+
+    fn open_priority(&mut self) -> Vec<Effect> {
+        self.open_input_for_task("priority", |s| {
+            s.rt_priority().map(|p| p.max(1).to_string())
+        })
+    }
+
+    fn open_slice(&mut self) -> Vec<Effect> {
+        self.open_input_for_task("slice", |s| {
+            s.sched.slice_ns.map(|n| format!("{}us", n / 1000))
+        })
+    }
+
+    fn open_command_line(&mut self) -> Vec<Effect> {
+        self.ui.mode = Mode::input("set TASK.KNOB=VALUE or sys.KNOB=VALUE", "", "");
         Vec::new()
     }
 

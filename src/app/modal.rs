@@ -82,8 +82,6 @@ impl App {
             self.ui.mode = super::Mode::Normal;
             return Vec::new();
         }
-        let up = matches!(key.code, KeyCode::Up | KeyCode::Char('k'));
-        let down = matches!(key.code, KeyCode::Down | KeyCode::Char('j'));
         // Keys edit the popup in place; what it leads to is decided first and carried
         // out after, when `self` is free again.
         let outcome = match &mut self.ui.mode {
@@ -93,88 +91,15 @@ impl App {
                 selected,
                 knob,
                 ..
-            } => match key.code {
-                _ if up || down => {
-                    step(selected, options.len(), down);
-                    Outcome::Stay
-                }
-                KeyCode::Enter => {
-                    let value = options.get(*selected).cloned().unwrap_or_default();
-                    Outcome::Apply(format!("{knob}={value}"))
-                }
-                _ => Outcome::Stay,
-            },
-            Mode::Input { prefix, buffer, .. } => match key.code {
-                KeyCode::Enter => Outcome::Apply(format!("{prefix}{buffer}")),
-                KeyCode::Backspace => {
-                    buffer.pop();
-                    Outcome::Stay
-                }
-                KeyCode::Char(c) if buffer.len() < 200 => {
-                    buffer.push(c);
-                    Outcome::Stay
-                }
-                _ => Outcome::Stay,
-            },
-            Mode::CpuPicker { task, cpus, cursor } => match key.code {
-                KeyCode::Left | KeyCode::Char('h') => {
-                    step(cursor, cpus.len(), false);
-                    Outcome::Stay
-                }
-                KeyCode::Right | KeyCode::Char('l') => {
-                    step(cursor, cpus.len(), true);
-                    Outcome::Stay
-                }
-                _ if up || down => {
-                    step(cursor, cpus.len(), down);
-                    Outcome::Stay
-                }
-                KeyCode::Char(' ') => {
-                    if let Some(c) = cpus.get_mut(*cursor) {
-                        *c = !*c;
-                    }
-                    Outcome::Stay
-                }
-                KeyCode::Char(d) if d.is_ascii_digit() => {
-                    let i = d as usize - '0' as usize;
-                    if let Some(c) = cpus.get_mut(i) {
-                        *c = !*c;
-                        *cursor = i;
-                    }
-                    Outcome::Stay
-                }
-                KeyCode::Char('a') => {
-                    let all = cpus.iter().all(|c| *c);
-                    cpus.iter_mut().for_each(|c| *c = !all);
-                    Outcome::Stay
-                }
-                KeyCode::Enter => {
-                    let mut set = crate::cpuset::CpuSet::new();
-                    for (i, on) in cpus.iter().enumerate() {
-                        if *on {
-                            set.insert(i);
-                        }
-                    }
-                    if set.is_empty() {
-                        Outcome::Complain("pick at least one CPU (space toggles, a = all)")
-                    } else {
-                        Outcome::Apply(format!("{task}.cpus={}", set.to_list()))
-                    }
-                }
-                _ => Outcome::Stay,
-            },
-            Mode::Presets { selected } => match key.code {
-                _ if up || down => {
-                    step(selected, self.presets.len(), down);
-                    Outcome::Stay
-                }
-                KeyCode::Enter => match self.presets.get(*selected) {
-                    Some((name, _)) => Outcome::Switch(name.clone()),
-                    None => Outcome::Close,
-                },
-                _ => Outcome::Stay,
-            },
+            } => choice_key(&key, options, selected, knob),
+            Mode::Input { prefix, buffer, .. } => input_key(&key, prefix, buffer),
+            Mode::CpuPicker { task, cpus, cursor } => cpu_picker_key(&key, task, cpus, cursor),
+            Mode::Presets { selected } => presets_key(&key, &self.presets, selected),
         };
+        self.carry_out(outcome)
+    }
+
+    fn carry_out(&mut self, outcome: Outcome) -> Vec<Effect> {
         match outcome {
             Outcome::Stay => Vec::new(),
             Outcome::Complain(why) => {
@@ -195,5 +120,102 @@ impl App {
                 vec![Effect::Restart(Some(name))]
             }
         }
+    }
+}
+
+/// Some(down) for a key that moves in a list: arrows or vi keys.
+fn list_move(key: &KeyEvent) -> Option<bool> {
+    match key.code {
+        KeyCode::Up | KeyCode::Char('k') => Some(false),
+        KeyCode::Down | KeyCode::Char('j') => Some(true),
+        _ => None,
+    }
+}
+
+fn choice_key(key: &KeyEvent, options: &[String], selected: &mut usize, knob: &str) -> Outcome {
+    if let Some(down) = list_move(key) {
+        step(selected, options.len(), down);
+        return Outcome::Stay;
+    }
+    match key.code {
+        KeyCode::Enter => {
+            let value = options.get(*selected).cloned().unwrap_or_default();
+            Outcome::Apply(format!("{knob}={value}"))
+        }
+        _ => Outcome::Stay,
+    }
+}
+
+/// Typing edits the buffer (j and k are letters here, not moves).
+fn input_key(key: &KeyEvent, prefix: &str, buffer: &mut String) -> Outcome {
+    match key.code {
+        KeyCode::Enter => Outcome::Apply(format!("{prefix}{buffer}")),
+        KeyCode::Backspace => {
+            buffer.pop();
+            Outcome::Stay
+        }
+        KeyCode::Char(c) if buffer.len() < 200 => {
+            buffer.push(c);
+            Outcome::Stay
+        }
+        _ => Outcome::Stay,
+    }
+}
+
+fn cpu_picker_key(key: &KeyEvent, task: &str, cpus: &mut [bool], cursor: &mut usize) -> Outcome {
+    if let Some(down) = list_move(key) {
+        step(cursor, cpus.len(), down);
+        return Outcome::Stay;
+    }
+    match key.code {
+        KeyCode::Left | KeyCode::Char('h') => step(cursor, cpus.len(), false),
+        KeyCode::Right | KeyCode::Char('l') => step(cursor, cpus.len(), true),
+        KeyCode::Char(' ') => {
+            if let Some(c) = cpus.get_mut(*cursor) {
+                *c = !*c;
+            }
+        }
+        KeyCode::Char(d) if d.is_ascii_digit() => {
+            let i = d as usize - '0' as usize;
+            if let Some(c) = cpus.get_mut(i) {
+                *c = !*c;
+                *cursor = i;
+            }
+        }
+        KeyCode::Char('a') => {
+            let all = cpus.iter().all(|c| *c);
+            cpus.iter_mut().for_each(|c| *c = !all);
+        }
+        KeyCode::Enter => return apply_cpus(task, cpus),
+        _ => {}
+    }
+    Outcome::Stay
+}
+
+fn apply_cpus(task: &str, cpus: &[bool]) -> Outcome {
+    let mut set = crate::cpuset::CpuSet::new();
+    for (i, on) in cpus.iter().enumerate() {
+        if *on {
+            set.insert(i);
+        }
+    }
+    if set.is_empty() {
+        Outcome::Complain("pick at least one CPU (space toggles, a = all)")
+    } else {
+        Outcome::Apply(format!("{task}.cpus={}", set.to_list()))
+    }
+}
+
+fn presets_key(key: &KeyEvent, presets: &[(String, String)], selected: &mut usize) -> Outcome {
+    if let Some(down) = list_move(key) {
+        step(selected, presets.len(), down);
+        return Outcome::Stay;
+    }
+    match key.code {
+        KeyCode::Enter => match presets.get(*selected) {
+            Some((name, _)) => Outcome::Switch(name.clone()),
+            None => Outcome::Close,
+        },
+        _ => Outcome::Stay,
     }
 }

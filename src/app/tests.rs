@@ -235,7 +235,7 @@ fn knob_results_mark_the_time_axis_or_explain_the_refusal() {
     );
     app.update(Action::KnobResult {
         setting: "fifo.policy=deadline".into(),
-        result: Err("EBUSY: admission control".into()),
+        result: Err(KnobError::refused("EBUSY: admission control")),
     });
     assert_eq!(app.live.marks.len(), 1, "refusals are not marks");
     assert!(app.ui.status_is_error && app.ui.status.contains("EBUSY"));

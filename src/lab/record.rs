@@ -71,6 +71,11 @@ impl Record {
     }
 }
 
+/// A recording that could not start (the file exists, a bad directory).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct RecordError(pub String);
+
 /// Receives what happens during a session.
 pub trait Recorder: Send {
     fn started(&mut self, s: &Started);

@@ -1,6 +1,7 @@
 //! The compare figure (A against B) and the grouped bar panels it shares with `plot_bars`.
 
 use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -10,7 +11,9 @@ use super::style::{
     TAB10, X_AREA,
 };
 use super::{Bar, Whisker};
-use crate::headless::compare::{display_unit, ratio_text, short, CompareReport};
+use crate::headless::compare::{
+    display_unit, ratio_text, short, CompareReport, MetricStats, Stats,
+};
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
@@ -83,20 +86,37 @@ pub(super) fn draw_compare<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let side = |s: &[String]| {
-        if s.is_empty() {
-            "preset as is".to_string()
-        } else {
-            s.join(",")
-        }
-    };
+    let area = compare_heading(root, r)?;
+    // The key for the two colours, on a line of its own.
+    let (key, body) = area.split_vertically(26);
+    draw_side_key(&key, r)?;
+    draw_compare_panels(&body, r)
+}
+
+/// What a side ran with: its settings, or nothing over the preset.
+fn side_text(s: &[String]) -> String {
+    if s.is_empty() {
+        "preset as is".to_string()
+    } else {
+        s.join(",")
+    }
+}
+
+/// The title and the line that says how to read the bars; returns the area below them.
+fn compare_heading<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &CompareReport,
+) -> Result<DrawingArea<DB, Shift>>
+where
+    DB::ErrorType: 'static,
+{
     let title = format!(
         "{} - Linux {}, {} CPUs: A ({}) vs B ({})",
         r.preset,
         r.kernel,
         r.cpus,
-        side(&r.a),
-        side(&r.b)
+        side_text(&r.a),
+        side_text(&r.b)
     );
     let title_size = if title.chars().count() > 95 { 18 } else { 22 };
     let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
@@ -107,12 +127,17 @@ where
         r.duration_s,
         if r.interrupted { "; interrupted" } else { "" }
     );
-    let area = area.titled(&sub, font(14).color(&SUBTLE))?;
-    // The key for the two colours, on a line of its own.
-    let (key, body) = area.split_vertically(26);
+    Ok(area.titled(&sub, font(14).color(&SUBTLE))?)
+}
+
+/// A colour swatch and label for A, then for B.
+fn draw_side_key<DB: DrawingBackend>(key: &DrawingArea<DB, Shift>, r: &CompareReport) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let items = [
-        (format!("A: {}", side(&r.a)), SIDE_A),
-        (format!("B: {}", side(&r.b)), SIDE_B),
+        (format!("A: {}", side_text(&r.a)), SIDE_A),
+        (format!("B: {}", side_text(&r.b)), SIDE_B),
     ];
     let mut x = 20;
     for (label, c) in &items {
@@ -125,11 +150,21 @@ where
         let (tw, _) = key.estimate_text_size(label, &font(15))?;
         x += 20 + tw as i32 + 40;
     }
+    Ok(())
+}
 
+/// The bar panels, one per unit, in the rows of [`compare_layout`].
+fn draw_compare_panels<DB: DrawingBackend>(
+    body: &DrawingArea<DB, Shift>,
+    r: &CompareReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let panels = compare_panels(r);
     let layout = compare_layout(&panels);
     if layout.is_empty() {
-        return draw_centred(&body, "no complete round", font(18));
+        return draw_centred(body, "no complete round", font(18));
     }
     let rows = body.split_evenly((layout.len(), 1));
     for (row_area, row) in rows.iter().zip(&layout) {
@@ -142,64 +177,87 @@ where
         let cells = row_area.split_evenly((1, cols));
         for (cell, &p) in cells.iter().zip(row) {
             let (unit, ids) = &panels[p];
-            let metrics: Vec<&crate::headless::compare::MetricStats> =
-                ids.iter().map(|&i| &r.metrics[i]).collect();
-            let max = metrics
-                .iter()
-                .map(|m| m.a.max.abs().max(m.b.max.abs()))
-                .fold(0.0, f64::max);
-            let (div, shown) = display_unit(unit, max);
-            let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
-            let suffix = common_suffix(&names);
-            let groups: Vec<Group> = metrics
-                .iter()
-                .map(|m| {
-                    let bar = |s: &crate::headless::compare::Stats, c| {
-                        (!s.values.is_empty())
-                            .then(|| (s.median / div, Some((s.min / div, s.max / div)), c))
-                    };
-                    Group {
-                        label: m
-                            .name
-                            .strip_suffix(&suffix)
-                            .unwrap_or(&m.name)
-                            .trim()
-                            .to_string(),
-                        bars: [bar(&m.a, SIDE_A), bar(&m.b, SIDE_B)]
-                            .into_iter()
-                            .flatten()
-                            .collect(),
-                        dots: [&m.a, &m.b]
-                            .into_iter()
-                            .filter(|s| !s.values.is_empty())
-                            .map(|s| s.values.iter().map(|v| v / div).collect())
-                            .collect(),
-                        top: (!m.ratios.is_empty()).then(|| {
-                            let odd: Vec<String> =
-                                m.outlier_rounds.iter().map(|r| r.to_string()).collect();
-                            if odd.is_empty() {
-                                format!("B/A {}x", ratio_text(m.ratio_median))
-                            } else {
-                                format!(
-                                    "B/A {}x; round {} odd",
-                                    ratio_text(m.ratio_median),
-                                    odd.join(",")
-                                )
-                            }
-                        }),
-                    }
-                })
-                .collect();
-            let y_desc = if suffix.is_empty() {
-                shown
-            } else {
-                format!("{suffix} ({shown})")
-            };
-            bar_panel(cell, &groups, &y_desc)?;
+            draw_unit_panel(cell, r, unit, ids)?;
         }
     }
     Ok(())
 }
+
+/// The metrics of one unit as bar groups, scaled to a readable unit; words their names
+/// share go into the axis text.
+fn draw_unit_panel<DB: DrawingBackend>(
+    cell: &DrawingArea<DB, Shift>,
+    r: &CompareReport,
+    unit: &str,
+    ids: &[usize],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let metrics: Vec<&MetricStats> = ids.iter().map(|&i| &r.metrics[i]).collect();
+    let max = metrics
+        .iter()
+        .map(|m| m.a.max.abs().max(m.b.max.abs()))
+        .fold(0.0, f64::max);
+    let (div, shown) = display_unit(unit, max);
+    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    let suffix = common_suffix(&names);
+    let groups: Vec<Group> = metrics
+        .iter()
+        .map(|m| metric_group(m, div, &suffix))
+        .collect();
+    let y_desc = if suffix.is_empty() {
+        shown
+    } else {
+        format!("{suffix} ({shown})")
+    };
+    bar_panel(cell, &groups, &y_desc)
+}
+
+/// One metric's A and B bars (a side without values has none), its rounds as dots, and
+/// the B/A ratio above.
+fn metric_group(m: &MetricStats, div: f64, suffix: &str) -> Group {
+    let bar = |s: &Stats, c| {
+        (!s.values.is_empty()).then(|| (s.median / div, Some((s.min / div, s.max / div)), c))
+    };
+    Group {
+        label: m
+            .name
+            .strip_suffix(suffix)
+            .unwrap_or(&m.name)
+            .trim()
+            .to_string(),
+        bars: [bar(&m.a, SIDE_A), bar(&m.b, SIDE_B)]
+            .into_iter()
+            .flatten()
+            .collect(),
+        dots: [&m.a, &m.b]
+            .into_iter()
+            .filter(|s| !s.values.is_empty())
+            .map(|s| s.values.iter().map(|v| v / div).collect())
+            .collect(),
+        top: ratio_note(m),
+    }
+}
+
+/// "B/A 1.05x", naming the rounds far from the others.
+fn ratio_note(m: &MetricStats) -> Option<String> {
+    (!m.ratios.is_empty()).then(|| {
+        let odd: Vec<String> = m.outlier_rounds.iter().map(|r| r.to_string()).collect();
+        if odd.is_empty() {
+            format!("B/A {}x", ratio_text(m.ratio_median))
+        } else {
+            format!(
+                "B/A {}x; round {} odd",
+                ratio_text(m.ratio_median),
+                odd.join(",")
+            )
+        }
+    })
+}
+
+/// A bar panel's chart: group keys on x, values on y.
+type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, RangedCoordf64>>;
 
 /// Grouped bars with whiskers and a text above each group.
 fn bar_panel<DB: DrawingBackend>(
@@ -211,6 +269,39 @@ where
     DB::ErrorType: 'static,
 {
     let n = groups.len().max(1);
+    let (bottom, top) = value_range(groups);
+    let y_top = linear_top(top) * 1.18;
+    let keys: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let mut chart = panel_builder(area, X_AREA - 10)
+        .build_cartesian_2d(Ticks::new(-0.5..n as f64 - 0.5, keys), bottom * 1.1..y_top)?;
+    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
+    let group_px = plot_w as f64 / n as f64;
+    draw_group_axes(&mut chart, groups, group_px, y_desc)?;
+    let per = groups
+        .iter()
+        .map(|g| g.bars.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    // Bars no wider than about 90 px, whatever the room.
+    let span = 0.8f64.min(per * 90.0 / group_px.max(1.0));
+    let slot = span / per;
+    for (i, g) in groups.iter().enumerate() {
+        let start = i as f64 - span / 2.0;
+        for (j, bar) in g.bars.iter().enumerate() {
+            let x0 = start + slot * j as f64 + slot * 0.08;
+            let x1 = start + slot * (j + 1) as f64 - slot * 0.08;
+            draw_bar(&mut chart, bar, g.dots.get(j), x0, x1)?;
+        }
+        if let Some(text) = &g.top {
+            draw_group_text(&mut chart, g, text, i, group_px, y_top - bottom)?;
+        }
+    }
+    Ok(())
+}
+
+/// (lowest, highest) value the panel shows: bars and whiskers, and dots above them.
+fn value_range(groups: &[Group]) -> (f64, f64) {
     let top = groups
         .iter()
         .flat_map(|g| {
@@ -228,12 +319,19 @@ where
                 .map(|(v, w, _)| w.map_or(*v, |(lo, _)| lo.min(*v)))
         })
         .fold(0.0, f64::min);
-    let y_top = linear_top(top) * 1.18;
-    let keys: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let mut chart = panel_builder(area, X_AREA - 10)
-        .build_cartesian_2d(Ticks::new(-0.5..n as f64 - 0.5, keys), bottom * 1.1..y_top)?;
-    let (plot_w, _) = chart.plotting_area().dim_in_pixel();
-    let group_px = plot_w as f64 / n as f64;
+    (bottom, top)
+}
+
+/// The mesh with each group's label under its key, in a size the longest fits.
+fn draw_group_axes<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    groups: &[Group],
+    group_px: f64,
+    y_desc: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let longest = groups
         .iter()
         .map(|g| g.label.chars().count())
@@ -262,66 +360,92 @@ where
         .x_label_formatter(&label_of)
         .y_label_formatter(&|v| trim_number(*v))
         .draw()?;
-    let per = groups
-        .iter()
-        .map(|g| g.bars.len())
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    // Bars no wider than about 90 px, whatever the room.
-    let span = 0.8f64.min(per * 90.0 / group_px.max(1.0));
-    let slot = span / per;
-    for (i, g) in groups.iter().enumerate() {
-        let start = i as f64 - span / 2.0;
-        for (j, (v, whisker, c)) in g.bars.iter().enumerate() {
-            let x0 = start + slot * j as f64 + slot * 0.08;
-            let x1 = start + slot * (j + 1) as f64 - slot * 0.08;
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(x0, 0.0), (x1, *v)],
-                c.filled(),
-            )))?;
-            // Every round as a dot, spread across the bar so equal values stay apart.
-            if let Some(dots) = g.dots.get(j).filter(|d| d.len() > 1) {
-                let n = dots.len() as f64;
-                chart.draw_series(dots.iter().enumerate().map(|(k, y)| {
-                    let x = x0 + (x1 - x0) * (0.2 + 0.6 * k as f64 / (n - 1.0));
-                    Circle::new((x, *y), 3, BLACK.filled())
-                }))?;
-            }
-            if let Some((lo, hi)) = whisker {
-                let mid = (x0 + x1) / 2.0;
-                let cap = (x1 - x0) * 0.25;
-                let style = BLACK.stroke_width(2);
-                chart.draw_series(std::iter::once(PathElement::new(
-                    vec![(mid, *lo), (mid, *hi)],
-                    style,
-                )))?;
-                for y in [lo, hi] {
-                    chart.draw_series(std::iter::once(PathElement::new(
-                        vec![(mid - cap, *y), (mid + cap, *y)],
-                        style,
-                    )))?;
-                }
-            }
-        }
-        if let Some(text) = &g.top {
-            let high = g
-                .bars
-                .iter()
-                .map(|(v, w, _)| w.map_or(*v, |(_, hi)| hi.max(*v)))
-                .fold(0.0, f64::max);
-            let size = if text.chars().count() as f64 * 8.0 > group_px {
-                11
-            } else {
-                14
-            };
-            chart.draw_series(std::iter::once(Text::new(
-                text.clone(),
-                (i as f64, high + (y_top - bottom) * 0.03),
-                font(size).pos(Pos::new(HPos::Center, VPos::Bottom)),
-            )))?;
-        }
+    Ok(())
+}
+
+/// One bar from x0 to x1, its rounds as dots over it, and its whisker.
+fn draw_bar<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    (v, whisker, c): &(f64, Whisker, RGBColor),
+    dots: Option<&Vec<f64>>,
+    x0: f64,
+    x1: f64,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(x0, 0.0), (x1, *v)],
+        c.filled(),
+    )))?;
+    // Every round as a dot, spread across the bar so equal values stay apart.
+    if let Some(dots) = dots.filter(|d| d.len() > 1) {
+        let n = dots.len() as f64;
+        chart.draw_series(dots.iter().enumerate().map(|(k, y)| {
+            let x = x0 + (x1 - x0) * (0.2 + 0.6 * k as f64 / (n - 1.0));
+            Circle::new((x, *y), 3, BLACK.filled())
+        }))?;
     }
+    if let Some((lo, hi)) = whisker {
+        draw_whisker(chart, *lo, *hi, x0, x1)?;
+    }
+    Ok(())
+}
+
+/// A min-max line down the middle of a bar, capped at both ends.
+fn draw_whisker<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    lo: f64,
+    hi: f64,
+    x0: f64,
+    x1: f64,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let mid = (x0 + x1) / 2.0;
+    let cap = (x1 - x0) * 0.25;
+    let style = BLACK.stroke_width(2);
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(mid, lo), (mid, hi)],
+        style,
+    )))?;
+    for y in [lo, hi] {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(mid - cap, y), (mid + cap, y)],
+            style,
+        )))?;
+    }
+    Ok(())
+}
+
+/// The text above group `i`, smaller when it is wider than the group.
+fn draw_group_text<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    g: &Group,
+    text: &str,
+    i: usize,
+    group_px: f64,
+    y_span: f64,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let high = g
+        .bars
+        .iter()
+        .map(|(v, w, _)| w.map_or(*v, |(_, hi)| hi.max(*v)))
+        .fold(0.0, f64::max);
+    let size = if text.chars().count() as f64 * 8.0 > group_px {
+        11
+    } else {
+        14
+    };
+    chart.draw_series(std::iter::once(Text::new(
+        text.to_string(),
+        (i as f64, high + y_span * 0.03),
+        font(size).pos(Pos::new(HPos::Center, VPos::Bottom)),
+    )))?;
     Ok(())
 }
 

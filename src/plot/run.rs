@@ -70,7 +70,40 @@ pub(super) fn draw_run<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let title = format!("{} - Linux {}, {} CPUs", r.preset, r.kernel, r.cpus);
+    let body = titled(root, &run_title(r), &run_subtitle(r))?;
+    let (w, _) = body.dim_in_pixel();
+    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
+    let panels = plots.split_evenly((3, 1));
+
+    let x_end = r
+        .series
+        .points
+        .iter()
+        .map(|p| p.t_s)
+        .fold(r.duration_s, f64::max)
+        .max(0.1);
+    let x = 0.0..x_end;
+    let lines = RunLines::sample(r);
+    let markers = event_markers(r);
+    // The panels are equally wide, so the labels take the same rows in each.
+    let (_, label_rows_n) = label_rows(&panels[0], &x, &markers)?;
+    let axis = TimeAxis {
+        x,
+        markers: &markers,
+        label_rows: label_rows_n,
+        no_data: r.series.points.is_empty().then_some("no samples"),
+    };
+    draw_cpu_share_panel(&panels[0], &axis, &lines.cpu)?;
+    draw_switches_panel(&panels[1], &axis, &lines.switches)?;
+    draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?;
+    draw_run_legend(&side, r, !markers.is_empty())
+}
+
+fn run_title(r: &RunReport) -> String {
+    format!("{} - Linux {}, {} CPUs", r.preset, r.kernel, r.cpus)
+}
+
+fn run_subtitle(r: &RunReport) -> String {
     let mut sub = vec![format!(
         "{:.1} s sampled every {} ms",
         r.duration_s,
@@ -85,76 +118,84 @@ where
     if r.interrupted {
         sub.push("interrupted".into());
     }
-    let body = titled(root, &title, &sub.join("; "))?;
-    let (w, _) = body.dim_in_pixel();
-    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
-    let panels = plots.split_evenly((3, 1));
+    sub.join("; ")
+}
 
-    let s = &r.series;
-    let n = s.tasks.len();
-    let x_end = s
-        .points
-        .iter()
-        .map(|p| p.t_s)
-        .fold(r.duration_s, f64::max)
-        .max(0.1);
-    let x = 0.0..x_end;
-    let mut cpu_lines: Vec<Line> = (0..n)
-        .map(|i| Line {
-            color: color(i, n),
-            width: line_width(i, n),
-            points: Vec::new(),
-        })
-        .collect();
-    let mut switch_lines: Vec<Line> = (0..n)
-        .map(|i| Line {
-            color: color(i, n),
-            width: line_width(i, n),
-            points: Vec::new(),
-        })
-        .collect();
-    let group = &r.metrics.headline.task;
-    let in_group: Vec<bool> = s
-        .tasks
-        .iter()
-        .map(|name| r.tasks.iter().any(|t| &t.name == name && &t.group == group))
-        .collect();
-    // Tasks of one sample share its time up to rounding; a millisecond key groups them.
-    let mut throughput: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
-    // The sample that ends a run comes moments after the one before: rates over a few
-    // milliseconds are noise, not a drop to zero.
-    let min_gap = r.interval_ms / 1000.0 * 0.5;
-    let mut last_t = vec![0.0; n];
-    for p in &s.points {
-        match last_t.get_mut(p.task) {
-            Some(prev) if p.t_s - *prev >= min_gap => *prev = p.t_s,
-            _ => continue,
+/// What the three time panels share: the x range, the knob markers and the rows their
+/// labels take, and the note shown when there is nothing to draw.
+struct TimeAxis<'a> {
+    x: Range<f64>,
+    markers: &'a [Marker],
+    label_rows: usize,
+    no_data: Option<&'a str>,
+}
+
+/// The sampled series, one pass over the points: a line per task for CPU share and
+/// switches, and the headline group's summed progress per sample time.
+struct RunLines {
+    cpu: Vec<Line>,
+    switches: Vec<Line>,
+    /// Millisecond key -> (time, summed progress per second).
+    throughput: BTreeMap<i64, (f64, f64)>,
+}
+
+impl RunLines {
+    fn sample(r: &RunReport) -> RunLines {
+        let s = &r.series;
+        let n = s.tasks.len();
+        let task_lines = || -> Vec<Line> {
+            (0..n)
+                .map(|i| Line {
+                    color: color(i, n),
+                    width: line_width(i, n),
+                    points: Vec::new(),
+                })
+                .collect()
+        };
+        let mut cpu = task_lines();
+        let mut switches = task_lines();
+        let group = &r.metrics.headline.task;
+        let in_group: Vec<bool> = s
+            .tasks
+            .iter()
+            .map(|name| r.tasks.iter().any(|t| &t.name == name && &t.group == group))
+            .collect();
+        // Tasks of one sample share its time up to rounding; a millisecond key groups them.
+        let mut throughput: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+        // The sample that ends a run comes moments after the one before: rates over a few
+        // milliseconds are noise, not a drop to zero.
+        let min_gap = r.interval_ms / 1000.0 * 0.5;
+        let mut last_t = vec![0.0; n];
+        for p in &s.points {
+            match last_t.get_mut(p.task) {
+                Some(prev) if p.t_s - *prev >= min_gap => *prev = p.t_s,
+                _ => continue,
+            }
+            if let Some(l) = cpu.get_mut(p.task) {
+                l.points.push((p.t_s, p.cpu_share * 100.0));
+            }
+            if let Some(l) = switches.get_mut(p.task) {
+                // A log axis has no 0: below one switch per second counts as one.
+                l.points.push((p.t_s, p.switches_per_s.max(1.0)));
+            }
+            if in_group.get(p.task).copied().unwrap_or(false) {
+                let e = throughput
+                    .entry((p.t_s * 1000.0).round() as i64)
+                    .or_insert((p.t_s, 0.0));
+                e.1 += p.progress_per_s;
+            }
         }
-        if let Some(l) = cpu_lines.get_mut(p.task) {
-            l.points.push((p.t_s, p.cpu_share * 100.0));
-        }
-        if let Some(l) = switch_lines.get_mut(p.task) {
-            // A log axis has no 0: below one switch per second counts as one.
-            l.points.push((p.t_s, p.switches_per_s.max(1.0)));
-        }
-        if in_group.get(p.task).copied().unwrap_or(false) {
-            let e = throughput
-                .entry((p.t_s * 1000.0).round() as i64)
-                .or_insert((p.t_s, 0.0));
-            e.1 += p.progress_per_s;
+        RunLines {
+            cpu,
+            switches,
+            throughput,
         }
     }
-    let unit = r.metrics.throughput_unit.as_str();
-    let tp_max = throughput.values().map(|v| v.1).fold(0.0, f64::max);
-    let (div, shown_unit) = display_unit(&format!("{unit}/s"), tp_max);
-    let tp_line = Line {
-        color: BLACK,
-        width: 2,
-        points: throughput.values().map(|&(t, v)| (t, v / div)).collect(),
-    };
+}
 
-    let markers: Vec<Marker> = r
-        .events
+/// Knob changes as markers; a refused one is red and says so.
+fn event_markers(r: &RunReport) -> Vec<Marker> {
+    r.events
         .iter()
         .map(|e| Marker {
             t: e.t_s,
@@ -165,75 +206,117 @@ where
             },
             color: if e.ok { EVENT_OK } else { EVENT_REFUSED },
         })
-        .collect();
-    let (_, label_rows_n) = label_rows(&panels[0], &x, &markers)?;
-    let no_data = s.points.is_empty().then_some("no samples");
+        .collect()
+}
 
-    let cpu_max = cpu_lines
+fn draw_cpu_share_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &TimeAxis,
+    lines: &[Line],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let cpu_max = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .fold(0.0, f64::max);
     let cpu_top = headroom(
-        &panels[0],
+        area,
         0.0,
         linear_top(cpu_max).max(5.0),
-        label_rows_n,
+        axis.label_rows,
         false,
     );
     time_panel(
-        &panels[0],
-        x.clone(),
+        area,
+        axis.x.clone(),
         0.0..cpu_top,
         false,
-        &cpu_lines,
-        &markers,
+        lines,
+        axis.markers,
         "time (s)",
         "CPU share (% of one CPU)",
-        no_data,
-    )?;
+        axis.no_data,
+    )
+}
 
-    let sw_max = switch_lines
+fn draw_switches_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &TimeAxis,
+    lines: &[Line],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let sw_max = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .fold(1.0, f64::max);
-    let sw_top = headroom(&panels[1], 1.0, sw_max * 1.5, label_rows_n, true);
+    let sw_top = headroom(area, 1.0, sw_max * 1.5, axis.label_rows, true);
     time_panel(
-        &panels[1],
-        x.clone(),
+        area,
+        axis.x.clone(),
         1.0..sw_top,
         true,
-        &switch_lines,
-        &markers,
+        lines,
+        axis.markers,
         "time (s)",
         "switches/s per task (log)",
-        no_data,
-    )?;
+        axis.no_data,
+    )
+}
 
-    let tp_top = headroom(
-        &panels[2],
-        0.0,
-        linear_top(tp_max / div),
-        label_rows_n,
-        false,
-    );
+/// The headline group's summed progress, in a unit scaled to its largest value.
+fn draw_throughput_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &TimeAxis,
+    r: &RunReport,
+    throughput: &BTreeMap<i64, (f64, f64)>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let group = &r.metrics.headline.task;
+    let unit = r.metrics.throughput_unit.as_str();
+    let tp_max = throughput.values().map(|v| v.1).fold(0.0, f64::max);
+    let (div, shown_unit) = display_unit(&format!("{unit}/s"), tp_max);
+    let tp_line = Line {
+        color: BLACK,
+        width: 2,
+        points: throughput.values().map(|&(t, v)| (t, v / div)).collect(),
+    };
+    let tp_top = headroom(area, 0.0, linear_top(tp_max / div), axis.label_rows, false);
     let tp_note = if unit.is_empty() {
         Some(format!("the {group} tasks count no progress"))
     } else {
-        no_data.map(str::to_string)
+        axis.no_data.map(str::to_string)
     };
     time_panel(
-        &panels[2],
-        x,
+        area,
+        axis.x.clone(),
         0.0..tp_top,
         false,
         &[tp_line],
-        &markers,
+        axis.markers,
         "time (s)",
         &format!("{group} throughput ({shown_unit})"),
         tp_note.as_deref(),
-    )?;
+    )
+}
 
-    let mut entries: Vec<(String, RGBColor, Mark)> = s
+/// Tasks by colour (with their nice when not 0), the throughput line, the knob marker.
+fn draw_run_legend<DB: DrawingBackend>(
+    side: &DrawingArea<DB, Shift>,
+    r: &RunReport,
+    has_markers: bool,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = r.series.tasks.len();
+    let mut entries: Vec<(String, RGBColor, Mark)> = r
+        .series
         .tasks
         .iter()
         .enumerate()
@@ -251,9 +334,13 @@ where
             (label, color(i, n), Mark::Line)
         })
         .collect();
-    entries.push((format!("{group} throughput"), BLACK, Mark::Line));
-    if !markers.is_empty() {
+    entries.push((
+        format!("{} throughput", r.metrics.headline.task),
+        BLACK,
+        Mark::Line,
+    ));
+    if has_markers {
         entries.push(("knob change".into(), EVENT_OK, Mark::Dashed));
     }
-    legend(&side, 16, &entries)
+    legend(side, 16, &entries)
 }

@@ -83,11 +83,28 @@ pub(super) fn draw_sweep<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let title = format!(
+    let body = titled(root, &sweep_title(r), &sweep_subtitle(r))?;
+    let (w, _) = body.dim_in_pixel();
+    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
+    let panels = plots.split_evenly((2, 1));
+    let values: Vec<String> = r.rows.iter().map(|row| row.value.clone()).collect();
+    let axis = sweep_axis(&values);
+    let names = task_names(r);
+    let empty = r.rows.is_empty().then_some("no runs");
+    draw_share_panel(&panels[0], r, &axis, &names, empty)?;
+    draw_headline_panel(&panels[1], r, &axis, empty)?;
+    draw_sweep_legend(&side, &names)
+}
+
+fn sweep_title(r: &SweepReport) -> String {
+    format!(
         "{} - Linux {}, {} CPUs: sweep of {}",
         r.preset, r.kernel, r.cpus, r.knob
-    );
-    let sub = format!(
+    )
+}
+
+fn sweep_subtitle(r: &SweepReport) -> String {
+    format!(
         "{} values, {:.1} s each{}{}",
         r.rows.len(),
         r.duration_s,
@@ -97,15 +114,11 @@ where
             String::new()
         },
         if r.interrupted { "; interrupted" } else { "" }
-    );
-    let body = titled(root, &title, &sub)?;
-    let (w, _) = body.dim_in_pixel();
-    let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
-    let panels = plots.split_evenly((2, 1));
-    let values: Vec<String> = r.rows.iter().map(|row| row.value.clone()).collect();
-    let axis = sweep_axis(&values);
+    )
+}
 
-    // Tasks by name in first-seen order: a count sweep changes which tasks exist.
+/// Tasks by name in first-seen order: a count sweep changes which tasks exist.
+fn task_names(r: &SweepReport) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for row in &r.rows {
         for (name, _) in &row.cpu_share {
@@ -114,6 +127,20 @@ where
             }
         }
     }
+    names
+}
+
+/// Each task's CPU share over the swept values; a value where it did not exist has no point.
+fn draw_share_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    r: &SweepReport,
+    axis: &SweepAxis,
+    names: &[String],
+    empty: Option<&str>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let n = names.len();
     let share_series: Vec<(RGBColor, Vec<(f64, f64)>)> = names
         .iter()
@@ -137,17 +164,27 @@ where
         .iter()
         .flat_map(|(_, p)| p.iter().map(|q| q.1))
         .fold(0.0, f64::max);
-    let empty = r.rows.is_empty().then_some("no runs");
     sweep_panel(
-        &panels[0],
-        &axis,
+        area,
+        axis,
         0.0..linear_top(share_max).max(5.0) * 1.04,
         &share_series,
         &r.knob,
         "CPU share (% of one CPU)",
         empty,
-    )?;
+    )
+}
 
+/// The preset's headline over the swept values, in the unit of its first run.
+fn draw_headline_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    r: &SweepReport,
+    axis: &SweepAxis,
+    empty: Option<&str>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let head = r.rows.first().map(|row| &row.headline);
     let h_max = r
         .rows
@@ -164,21 +201,30 @@ where
         .map(|(row, &x)| (x, row.headline.value / div))
         .collect();
     sweep_panel(
-        &panels[1],
-        &axis,
+        area,
+        axis,
         0.0..linear_top(h_max / div) * 1.04,
         &[(BLACK, pts)],
         &r.knob,
         &desc,
         empty,
-    )?;
+    )
+}
 
+fn draw_sweep_legend<DB: DrawingBackend>(
+    side: &DrawingArea<DB, Shift>,
+    names: &[String],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = names.len();
     let entries: Vec<(String, RGBColor, Mark)> = names
         .iter()
         .enumerate()
         .map(|(i, name)| (name.clone(), color(i, n), Mark::Line))
         .collect();
-    legend(&side, 16, &entries)
+    legend(side, 16, &entries)
 }
 
 fn sweep_panel<DB: DrawingBackend>(

@@ -251,6 +251,23 @@ pub fn align(rows: &[Vec<String>], left: impl Fn(usize) -> bool) -> String {
 /// The readable form of a run report.
 pub fn render_table(r: &RunReport) -> String {
     let mut out = String::new();
+    write_heading(&mut out, r);
+    out.push_str(&align(&task_rows(r), |c| c < 5));
+    write_cpus(&mut out, &r.metrics);
+    write_stages(&mut out, &r.metrics);
+    write_latency(&mut out, &r.metrics);
+    for e in &r.events {
+        let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let _ = writeln!(out, "=> {}{}", verdict_prefix(r), r.metrics.headline.text);
+    out
+}
+
+/// What ran where and for how long, the overrides, and what the rates cover.
+fn write_heading(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
         "{} on Linux {} ({} CPUs), {:.1} s sampled every {} ms{}",
@@ -271,6 +288,10 @@ pub fn render_table(r: &RunReport) -> String {
             r.summary_s, r.summary_from_s
         );
     }
+}
+
+/// The task table's header and one row per task; IDEAL% only when some task has one.
+fn task_rows(r: &RunReport) -> Vec<Vec<String>> {
     let headers = [
         "TASK", "PID/TID", "POLICY", "NICE", "CPUS", "CPU%", "WAIT%", "VOL/S", "INVOL/S", "MIG/S",
         "PROGRESS",
@@ -280,37 +301,42 @@ pub fn render_table(r: &RunReport) -> String {
     if has_ideal {
         rows[0].push("IDEAL%".into());
     }
-    for t in &r.tasks {
-        let policy = if t.rt_priority > 0 {
-            format!("{}/{}", t.policy, t.rt_priority)
+    rows.extend(r.tasks.iter().map(|t| task_cells(t, has_ideal)));
+    rows
+}
+
+fn task_cells(t: &TaskReport, has_ideal: bool) -> Vec<String> {
+    let policy = if t.rt_priority > 0 {
+        format!("{}/{}", t.policy, t.rt_priority)
+    } else {
+        t.policy.clone()
+    };
+    let mut row = vec![
+        if t.state == "exited" {
+            format!("{} (exited)", t.name)
         } else {
-            t.policy.clone()
-        };
-        let mut row = vec![
-            if t.state == "exited" {
-                format!("{} (exited)", t.name)
-            } else {
-                t.name.clone()
-            },
-            format!("{}/{}", t.pid, t.tid),
-            policy,
-            t.nice.to_string(),
-            t.cpus.clone(),
-            pct(t.cpu_share),
-            t.wait_share.map_or("-".into(), pct),
-            si(t.voluntary_per_s),
-            si(t.involuntary_per_s),
-            t.migrations_per_s.map_or("-".into(), si),
-            rate(t.progress_per_s, &t.progress_unit),
-        ];
-        if has_ideal {
-            row.push(t.ideal_share.map_or("-".into(), pct));
-        }
-        rows.push(row);
+            t.name.clone()
+        },
+        format!("{}/{}", t.pid, t.tid),
+        policy,
+        t.nice.to_string(),
+        t.cpus.clone(),
+        pct(t.cpu_share),
+        t.wait_share.map_or("-".into(), pct),
+        si(t.voluntary_per_s),
+        si(t.involuntary_per_s),
+        t.migrations_per_s.map_or("-".into(), si),
+        rate(t.progress_per_s, &t.progress_unit),
+    ];
+    if has_ideal {
+        row.push(t.ideal_share.map_or("-".into(), pct));
     }
-    out.push_str(&align(&rows, |c| c < 5));
-    let cpus: Vec<String> = r
-        .metrics
+    row
+}
+
+/// Every CPU's busy and steal on one line.
+fn write_cpus(out: &mut String, m: &Metrics) {
+    let cpus: Vec<String> = m
         .cpu
         .iter()
         .map(|c| format!("cpu{} busy {}% steal {}%", c.cpu, pct(c.busy), pct(c.steal)))
@@ -318,18 +344,25 @@ pub fn render_table(r: &RunReport) -> String {
     if !cpus.is_empty() {
         let _ = writeln!(out, "{}", cpus.join(", "));
     }
-    for s in &r.metrics.stages {
+}
+
+fn write_stages(out: &mut String, m: &Metrics) {
+    for s in &m.stages {
         let _ = writeln!(
             out,
             "stage {:<8} {:>4} jobs, started at {:.2} s, wall {:.2} s",
             s.name, s.jobs, s.start_s, s.wall_s
         );
     }
-    let dropped = match r.metrics.latency_dropped {
+}
+
+/// The latency percentiles, when the run measured them, and the batches left out.
+fn write_latency(out: &mut String, m: &Metrics) {
+    let dropped = match m.latency_dropped {
         Some(n) if n > 0 => format!(", {n} batches dropped: the partner did not run in them"),
         _ => String::new(),
     };
-    if let Some(l) = &r.metrics.latency_ns {
+    if let Some(l) = &m.latency_ns {
         let _ = writeln!(
             out,
             "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples{dropped})",
@@ -342,14 +375,6 @@ pub fn render_table(r: &RunReport) -> String {
             l.count
         );
     }
-    for e in &r.events {
-        let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
-    }
-    for w in &r.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
-    let _ = writeln!(out, "=> {}{}", verdict_prefix(r), r.metrics.headline.text);
-    out
 }
 
 /// "NOT THE EXPERIMENT ...: " before a headline that is not what the preset measures.

@@ -15,7 +15,7 @@ use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
 use crate::lab::describe::Started;
 use crate::lab::experiment::{self, Experiment};
-use crate::lab::record::Recorder;
+use crate::lab::record::{RecordError, Recorder};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::sampler::Batch;
@@ -48,11 +48,6 @@ pub enum Event {
     /// The workload is gone and the knobs restored; the lines say what was restored.
     Stopped(Vec<String>),
 }
-
-/// A recording that could not start (the file exists, a bad directory).
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct RecordError(pub String);
 
 /// Opens a recorder for a path; given by the TUI so the controller stays format-agnostic.
 pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>> + Send>;

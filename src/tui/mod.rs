@@ -41,12 +41,9 @@ fn to_action(e: Event) -> Option<Action> {
     Some(match e {
         Event::Started(s) => Action::Started(s),
         Event::Batch(b) => Action::Batch(b),
-        Event::KnobResult { setting, result } => Action::KnobResult {
-            setting,
-            result: result.map_err(|e| e.to_string()),
-        },
+        Event::KnobResult { setting, result } => Action::KnobResult { setting, result },
         Event::SystemKnobs(k) => Action::SystemKnobs(k),
-        Event::Recording(r) => Action::Recording(r.map_err(|e| e.to_string())),
+        Event::Recording(r) => Action::Recording(r),
         Event::Error(e) => Action::Error(e),
         Event::Stopped(_) => return None,
     })

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::app::Action;
+use crate::error::KnobError;
 use crate::lab::record::Record;
 
 pub struct Player {
@@ -31,7 +32,8 @@ fn to_action(r: &Record) -> Action {
             result: if *ok {
                 Ok(result.clone())
             } else {
-                Err(result.clone())
+                // A recording keeps the message, not the kind of refusal.
+                Err(KnobError::Refused(result.clone()))
             },
         },
         Record::SystemKnobs { knobs, .. } => Action::SystemKnobs(knobs.clone()),

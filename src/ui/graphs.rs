@@ -185,106 +185,128 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
     let (from, _) = window(app);
     let ids = busiest(app);
+    render_cpu_share(frame, tl, app, &ids, from);
+    render_switches(frame, tr, app, &ids, from);
+    render_headline(frame, bl, app, from);
+    render_cpus(frame, br, app, from);
+}
+
+fn render_cpu_share(frame: &mut Frame, area: Rect, app: &App, ids: &[usize], from: f64) {
     let shown = if app.live.tasks.len() > ids.len() {
         format!(" (busiest {} of {})", ids.len(), app.live.tasks.len())
     } else {
         String::new()
     };
-
-    let share = task_series(app, &ids, from, |r| r.cpu_share * 100.0);
+    let share = task_series(app, ids, from, |r| r.cpu_share * 100.0);
     draw(
         frame,
-        tl,
+        area,
         app,
         &format!("CPU share %{shown}"),
         percent,
         &share,
         10.0,
     );
-    let switches = task_series(app, &ids, from, |r| r.switches_per_s);
-    draw(frame, tr, app, "switches/s", per_s, &switches, 10.0);
+}
 
+fn render_switches(frame: &mut Frame, area: Rect, app: &App, ids: &[usize], from: f64) {
+    let switches = task_series(app, ids, from, |r| r.switches_per_s);
+    draw(frame, area, app, "switches/s", per_s, &switches, 10.0);
+}
+
+/// The preset's headline: latency percentiles once there are any, else the metric
+/// group's throughput.
+fn render_headline(frame: &mut Frame, area: Rect, app: &App, from: f64) {
     let headline = app
         .preset
         .as_ref()
         .map(|p| (p.headline, p.metric_task.clone()));
     match headline {
         Some((Headline::Latency, group)) if !app.live.store.latency.is_empty() => {
-            let pts = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-                app.live
-                    .store
-                    .latency
-                    .iter()
-                    .filter(|p| p.0 >= from)
-                    .map(|p| (p.0, f(p)))
-                    .collect()
-            };
-            let series = [
-                Series {
-                    name: "p50".into(),
-                    points: pts(|p| p.1),
-                },
-                Series {
-                    name: "p99".into(),
-                    points: pts(|p| p.2),
-                },
-            ];
-            draw(
-                frame,
-                bl,
-                app,
-                &format!("{group} latency per switch"),
-                micros,
-                &series,
-                1000.0,
-            );
+            render_latency(frame, area, app, &group, from)
         }
-        Some((_, group)) => {
-            let members: Vec<usize> = app
-                .live
-                .tasks
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.group == group)
-                .map(|(i, _)| i)
-                .collect();
-            let unit = members
-                .first()
-                .and_then(|&i| app.live.tasks.get(i))
-                .map_or("", |t| t.progress_unit.as_str())
-                .to_string();
-            let mut sum: Vec<(f64, f64)> = Vec::new();
-            for &i in &members {
-                if let Some(series) = app.live.store.tasks.get(i) {
-                    for (n, r) in series.points.iter().filter(|r| r.t_s >= from).enumerate() {
-                        match sum.get_mut(n) {
-                            Some(p) => p.1 += r.progress_per_s,
-                            None => sum.push((r.t_s, r.progress_per_s)),
-                        }
-                    }
+        Some((_, group)) => render_throughput(frame, area, app, group, from),
+        None => draw(frame, area, app, "throughput", per_s, &[], 1.0),
+    }
+}
+
+fn render_latency(frame: &mut Frame, area: Rect, app: &App, group: &str, from: f64) {
+    let pts = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        app.live
+            .store
+            .latency
+            .iter()
+            .filter(|p| p.0 >= from)
+            .map(|p| (p.0, f(p)))
+            .collect()
+    };
+    let series = [
+        Series {
+            name: "p50".into(),
+            points: pts(|p| p.1),
+        },
+        Series {
+            name: "p99".into(),
+            points: pts(|p| p.2),
+        },
+    ];
+    draw(
+        frame,
+        area,
+        app,
+        &format!("{group} latency per switch"),
+        micros,
+        &series,
+        1000.0,
+    );
+}
+
+/// The group's progress summed over its tasks, sample by sample.
+fn render_throughput(frame: &mut Frame, area: Rect, app: &App, group: String, from: f64) {
+    let members: Vec<usize> = app
+        .live
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.group == group)
+        .map(|(i, _)| i)
+        .collect();
+    let unit = members
+        .first()
+        .and_then(|&i| app.live.tasks.get(i))
+        .map_or("", |t| t.progress_unit.as_str())
+        .to_string();
+    let mut sum: Vec<(f64, f64)> = Vec::new();
+    for &i in &members {
+        if let Some(series) = app.live.store.tasks.get(i) {
+            for (n, r) in series.points.iter().filter(|r| r.t_s >= from).enumerate() {
+                match sum.get_mut(n) {
+                    Some(p) => p.1 += r.progress_per_s,
+                    None => sum.push((r.t_s, r.progress_per_s)),
                 }
             }
-            let title = if unit.is_empty() {
-                format!("{group} throughput")
-            } else {
-                format!("{group} {unit}/s")
-            };
-            draw(
-                frame,
-                bl,
-                app,
-                &title,
-                per_s,
-                &[Series {
-                    name: group,
-                    points: sum,
-                }],
-                1.0,
-            );
         }
-        None => draw(frame, bl, app, "throughput", per_s, &[], 1.0),
     }
+    let title = if unit.is_empty() {
+        format!("{group} throughput")
+    } else {
+        format!("{group} {unit}/s")
+    };
+    draw(
+        frame,
+        area,
+        app,
+        &title,
+        per_s,
+        &[Series {
+            name: group,
+            points: sum,
+        }],
+        1.0,
+    );
+}
 
+fn render_cpus(frame: &mut Frame, area: Rect, app: &App, from: f64) {
     let mut cpu_series = Vec::new();
     for (cpu, points) in app.live.store.cpus.iter().enumerate() {
         cpu_series.push(Series {
@@ -306,7 +328,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     }
     draw(
         frame,
-        br,
+        area,
         app,
         "per-CPU busy / steal %",
         percent,

@@ -77,7 +77,7 @@ impl Container {
             Err(why) => Container {
                 id,
                 cgroup: None,
-                why_uncontained: Some(why),
+                why_uncontained: Some(format!("{why:#}")),
             },
         }
     }
@@ -171,9 +171,10 @@ fn own_path(proc_cgroup: &str, v1_controller: Option<&str>) -> Option<String> {
 /// A fresh cgroup beside schedlab's own: v2 first, v1 cpuacct second. It is made in
 /// schedlab's own cgroup so its tasks keep the same place in the CPU controller's tree
 /// (a group with no controllers enabled changes nothing about how they are scheduled).
-fn make_cgroup(name: &str) -> Result<Cgroup, String> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
-    let mine = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+fn make_cgroup(name: &str) -> anyhow::Result<Cgroup> {
+    use anyhow::Context;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").context("/proc/self/mounts")?;
+    let mine = std::fs::read_to_string("/proc/self/cgroup").context("/proc/self/cgroup")?;
     let mut tried = Vec::new();
     // `SCHEDLAB_CONTAIN=v1|v2|groups` picks one kind (to test each on a machine that has
     // both, or to keep a run out of cgroups).
@@ -229,13 +230,13 @@ fn make_cgroup(name: &str) -> Result<Cgroup, String> {
         }
         let _ = std::fs::remove_dir(&dir);
     }
-    Err(if only.as_deref() == Some("groups") {
+    Err(anyhow::anyhow!(if only.as_deref() == Some("groups") {
         "SCHEDLAB_CONTAIN=groups".to_string()
     } else if tried.is_empty() {
         "no cgroup hierarchy is mounted".to_string()
     } else {
         format!("no cgroup could be made ({})", tried.join("; "))
-    })
+    }))
 }
 
 /// One process group of a workload, named by its leader's pid and start time.
