@@ -87,6 +87,53 @@ fn join<T>(h: JoinHandle<Result<T>>, what: &str) -> Result<T> {
         .map_err(|_| anyhow!("the {what} thread panicked"))?
 }
 
+/// Make the calling thread SCHED_FIFO `priority` until the guard drops.
+fn become_fifo(priority: u32) -> Result<RtGuard> {
+    let fifo = SchedSettings {
+        policy: Policy::Fifo,
+        priority,
+        ..SchedSettings::default()
+    };
+    set_policy(0, &fifo).map_err(|e| {
+        anyhow!(
+            "setting SCHED_FIFO priority {priority} failed: {}",
+            explain(
+                e,
+                WriteKind::Policy {
+                    realtime: true,
+                    deadline: false
+                }
+            )
+        )
+    })?;
+    Ok(RtGuard)
+}
+
+/// Sleep to each next deadline `INTERVAL` apart for `duration`: how late each wakeup
+/// came (ns), and how many deadlines were skipped.
+fn wakeups(duration: Duration, stop: &AtomicBool) -> Result<(Vec<u64>, u64)> {
+    let interval = INTERVAL.as_nanos() as i64;
+    let wanted = (duration.as_nanos() / INTERVAL.as_nanos()).max(1) as usize;
+    let hard_end = Instant::now() + duration + GRACE;
+    let mut values = Vec::with_capacity(wanted);
+    let mut overruns = 0;
+    let mut next = now_ns()? + interval;
+    while values.len() < wanted {
+        if stop.load(Ordering::Relaxed) || Instant::now() > hard_end {
+            break;
+        }
+        sleep_until(next)?;
+        let now = now_ns()?;
+        values.push(u64::try_from(now - next).unwrap_or(0));
+        next += interval;
+        while next <= now {
+            next += interval;
+            overruns += 1;
+        }
+    }
+    Ok((values, overruns))
+}
+
 /// cyclictest -i 1000 -t1 [-p PRIO]: sleep to each next 1 ms deadline with
 /// clock_nanosleep(TIMER_ABSTIME) and record how late the wakeup came.
 pub fn timer_latency(
@@ -99,48 +146,8 @@ pub fn timer_latency(
         .name("check-latency".into())
         .spawn(move || -> Result<Latency> {
             let timer_slack_ns = timer_slack_ns();
-            let guard = match fifo_priority {
-                Some(priority) => {
-                    let fifo = SchedSettings {
-                        policy: Policy::Fifo,
-                        priority,
-                        ..SchedSettings::default()
-                    };
-                    set_policy(0, &fifo).map_err(|e| {
-                        anyhow!(
-                            "setting SCHED_FIFO priority {priority} failed: {}",
-                            explain(
-                                e,
-                                WriteKind::Policy {
-                                    realtime: true,
-                                    deadline: false
-                                }
-                            )
-                        )
-                    })?;
-                    Some(RtGuard)
-                }
-                None => None,
-            };
-            let interval = INTERVAL.as_nanos() as i64;
-            let wanted = (duration.as_nanos() / INTERVAL.as_nanos()).max(1) as usize;
-            let hard_end = Instant::now() + duration + GRACE;
-            let mut values = Vec::with_capacity(wanted);
-            let mut overruns = 0;
-            let mut next = now_ns()? + interval;
-            while values.len() < wanted {
-                if stop.load(Ordering::Relaxed) || Instant::now() > hard_end {
-                    break;
-                }
-                sleep_until(next)?;
-                let now = now_ns()?;
-                values.push(u64::try_from(now - next).unwrap_or(0));
-                next += interval;
-                while next <= now {
-                    next += interval;
-                    overruns += 1;
-                }
-            }
+            let guard = fifo_priority.map(become_fifo).transpose()?;
+            let (values, overruns) = wakeups(duration, &stop)?;
             drop(guard);
             Ok(Latency {
                 hist: Histogram::from_values(values),
@@ -188,6 +195,64 @@ fn pin(cpu: usize) -> Result<()> {
     })
 }
 
+/// The echo side of the ping-pong: pinned to `cpu` (says on `ready` whether that
+/// worked), it sends back every message until the ping side closes its end.
+fn echo_side(cpu: usize, mut r: File, mut w: File, ready: mpsc::Sender<Result<()>>) -> Result<u64> {
+    let pinned = pin(cpu);
+    let failed = pinned.is_err();
+    let _ = ready.send(pinned);
+    if failed {
+        return Ok(0);
+    }
+    let mut buf = [0u8; 4];
+    let mut n = 0;
+    loop {
+        match r.read_exact(&mut buf) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(n),
+            Err(e) => return Err(e).context("echo side reading"),
+        }
+        w.write_all(&buf).context("echo side writing")?;
+        n += 1;
+    }
+}
+
+/// The ping side of the ping-pong, pinned to `cpu`: round trips for `duration`, timed
+/// per ~tenth of the run.
+fn ping_side(
+    cpu: usize,
+    mut w: File,
+    mut r: File,
+    duration: Duration,
+    stop: &AtomicBool,
+) -> Result<PingPong> {
+    pin(cpu)?;
+    let chunk = (duration / 10).max(Duration::from_millis(20));
+    let mut buf = [0u8; 4];
+    let mut loops = 0u64;
+    let mut chunks_us = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+        let chunk_start = Instant::now();
+        let mut n = 0u64;
+        // Reading the clock every 16 round trips costs < 1 % of one.
+        while chunk_start.elapsed() < chunk {
+            for _ in 0..16 {
+                w.write_all(&buf).context("ping side writing")?;
+                r.read_exact(&mut buf).context("ping side reading")?;
+            }
+            n += 16;
+        }
+        chunks_us.push(chunk_start.elapsed().as_secs_f64() * 1e6 / n as f64);
+        loops += n;
+    }
+    Ok(PingPong {
+        loops,
+        elapsed: start.elapsed(),
+        chunks_us,
+    })
+}
+
 /// `perf bench sched pipe` with the two sides pinned to `cpu_a` and `cpu_b`: 4-byte
 /// messages through two pipes, for `duration`.
 pub fn pipe_pingpong(
@@ -203,26 +268,13 @@ pub fn pipe_pingpong(
     // ping side ends, so it cannot outlive the measurement.
     let echo = std::thread::Builder::new()
         .name("check-pong".into())
-        .spawn(move || -> Result<u64> {
-            let pinned = pin(cpu_b);
-            let failed = pinned.is_err();
-            let _ = ready_tx.send(pinned);
-            if failed {
-                return Ok(0);
-            }
-            let mut r = File::from(to_echo_r);
-            let mut w = File::from(from_echo_w);
-            let mut buf = [0u8; 4];
-            let mut n = 0;
-            loop {
-                match r.read_exact(&mut buf) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(n),
-                    Err(e) => return Err(e).context("echo side reading"),
-                }
-                w.write_all(&buf).context("echo side writing")?;
-                n += 1;
-            }
+        .spawn(move || {
+            echo_side(
+                cpu_b,
+                File::from(to_echo_r),
+                File::from(from_echo_w),
+                ready_tx,
+            )
         })
         .context("starting the echo thread")?;
     let ready = ready_rx
@@ -237,34 +289,14 @@ pub fn pipe_pingpong(
     let stop = Arc::clone(stop);
     let ping = std::thread::Builder::new()
         .name("check-ping".into())
-        .spawn(move || -> Result<PingPong> {
-            pin(cpu_a)?;
-            let mut w = File::from(to_echo_w);
-            let mut r = File::from(from_echo_r);
-            let chunk = (duration / 10).max(Duration::from_millis(20));
-            let mut buf = [0u8; 4];
-            let mut loops = 0u64;
-            let mut chunks_us = Vec::new();
-            let start = Instant::now();
-            while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
-                let chunk_start = Instant::now();
-                let mut n = 0u64;
-                // Reading the clock every 16 round trips costs < 1 % of one.
-                while chunk_start.elapsed() < chunk {
-                    for _ in 0..16 {
-                        w.write_all(&buf).context("ping side writing")?;
-                        r.read_exact(&mut buf).context("ping side reading")?;
-                    }
-                    n += 16;
-                }
-                chunks_us.push(chunk_start.elapsed().as_secs_f64() * 1e6 / n as f64);
-                loops += n;
-            }
-            Ok(PingPong {
-                loops,
-                elapsed: start.elapsed(),
-                chunks_us,
-            })
+        .spawn(move || {
+            ping_side(
+                cpu_a,
+                File::from(to_echo_w),
+                File::from(from_echo_r),
+                duration,
+                &stop,
+            )
         })
         .context("starting the ping thread")?;
     let result = join(ping, "ping");

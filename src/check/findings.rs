@@ -1,0 +1,504 @@
+//! The finding builders: from what an experiment measured to a judged, explained finding.
+
+use anyhow::{anyhow, Result};
+use serde_json::{json, Value};
+
+use super::measure::{self, LoadWindow, StatSnapshot, Watched};
+use super::model::{CheckData, Finding, OTHER_LOAD_NOTE};
+use super::verdict::{self, Verdict};
+use crate::ideal::fairness_error;
+use crate::knob::sys::{self, SysKnob, SystemKnobs};
+use crate::report::{ns, si, RunReport, TaskReport};
+
+/// Other load (in CPUs) from which a problem verdict is only notable.
+const OTHER_LOAD_DISTURBS: f64 = 0.5;
+
+/// Under BATCH the writer fills the pipe before the reader runs: ~30-200 involuntary
+/// switches/s here. A writer preempted on most writes (60-80k/s) is in the slow regime a
+/// pipe falls into once something polled it (its poll_usage then wakes the reader on
+/// every write; see the `polled` variant): schedlab's own workers never do.
+pub(super) const SLOW_REGIME_INVOLUNTARY_PER_S: f64 = 10_000.0;
+
+fn us(v: u64) -> f64 {
+    v as f64 / 1e3
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1} %", v * 100.0)
+}
+
+/// Record how busy other processes kept the CPUs while `f` was measured.
+pub(super) fn with_load(f: Finding, w: &LoadWindow) -> Finding {
+    match w.other_load() {
+        Some(load) => adjust_for_load(f, load, w.elapsed_s()),
+        None => f,
+    }
+}
+
+/// Note other load (CPUs) in the details, say so when it was enough to disturb the
+/// number, and report a problem seen under heavy other load as notable: the load, not
+/// the machine, may be its cause.
+fn adjust_for_load(mut f: Finding, load: f64, elapsed_s: f64) -> Finding {
+    if let Some(d) = f.details.as_object_mut() {
+        d.insert("other_load_cpus".into(), json!(load));
+        d.insert("elapsed_s".into(), json!(elapsed_s));
+    }
+    if f.details.get("skipped").is_some() || load < OTHER_LOAD_NOTE {
+        return f;
+    }
+    if load >= OTHER_LOAD_DISTURBS && f.verdict == Verdict::Problem {
+        f.verdict = Verdict::Notable;
+        f.explanation.push_str(&format!(
+            " (measured while other processes kept {load:.1} CPUs busy: they, not the machine, may be the cause; run the check on an idle machine)"
+        ));
+    } else {
+        f.explanation.push_str(&format!(
+            " (other processes kept {load:.1} CPUs busy meanwhile)"
+        ));
+    }
+    f
+}
+
+pub(super) fn latency_finding(
+    mut f: Finding,
+    l: &measure::Latency,
+    vm: bool,
+    fifo: Option<u32>,
+    data: &mut CheckData,
+    label: &str,
+) -> Finding {
+    let Some(p) = l.hist.percentiles() else {
+        return f.skipped(Verdict::Problem, "no wakeup was recorded".to_string());
+    };
+    f.value = us(p.p99);
+    f.shown = format!("p99 {}, avg {}, max {}", ns(p.p99), ns(p.mean), ns(p.max));
+    f.details = json!({
+        "min_us": us(p.min), "avg_us": us(p.mean), "p50_us": us(p.p50), "p90_us": us(p.p90),
+        "p99_us": us(p.p99), "p999_us": us(p.p999), "max_us": us(p.max),
+        "samples": p.count, "overruns": l.overruns, "interval_us": us(measure::INTERVAL.as_nanos() as u64),
+        "policy": if fifo.is_some() { "fifo" } else { "other" },
+        "priority": fifo.unwrap_or(0),
+        "timer_slack_ns": if fifo.is_some() { Some(0) } else { l.timer_slack_ns },
+        "policy_at_end": l.ended_as.map(|p| p.name()),
+    });
+    data.latency.push((label.to_string(), l.hist.clone()));
+    f.judged(verdict::verdict_wakeup(p.p99, p.max, vm))
+}
+
+pub(super) fn switch_finding(
+    mut f: Finding,
+    p: &measure::PingPong,
+    judged: (Verdict, String),
+    ratio: Option<f64>,
+) -> Finding {
+    f.value = p.us_per_op();
+    f.shown = match ratio {
+        Some(r) => format!("{:.1} us/op ({r:.1}x one CPU)", f.value),
+        None => format!("{:.1} us/op", f.value),
+    };
+    let range = p.chunk_range();
+    f.details = json!({
+        "loops": p.loops,
+        "elapsed_s": p.elapsed.as_secs_f64(),
+        "usecs_per_op": f.value,
+        "ops_per_s": if f.value > 0.0 { 1e6 / f.value } else { 0.0 },
+        "chunk_min_us": range.map(|r| r.0),
+        "chunk_max_us": range.map(|r| r.1),
+        "ratio_to_same_cpu": ratio,
+    });
+    f.judged(judged)
+}
+
+/// pipe-wakeup's runs.
+pub(super) struct PipeWakeup {
+    pub(super) other: RunReport,
+    pub(super) batch: Vec<RunReport>,
+}
+
+fn writer_involuntary(r: &RunReport) -> f64 {
+    r.tasks
+        .iter()
+        .filter(|t| t.group == "writer")
+        .map(|t| t.involuntary_per_s)
+        .sum()
+}
+
+fn slow_regime(r: &RunReport) -> bool {
+    writer_involuntary(r) > SLOW_REGIME_INVOLUNTARY_PER_S
+}
+
+impl PipeWakeup {
+    pub(super) fn fill(self, mut f: Finding) -> Finding {
+        let other = self.other.metrics.throughput_per_s;
+        let best = self
+            .batch
+            .iter()
+            .map(|r| r.metrics.throughput_per_s)
+            .fold(0.0, f64::max);
+        let ratio = if other > 0.0 { best / other } else { 0.0 };
+        f.value = ratio;
+        f.shown = format!("{ratio:.2}x ({:.1} vs {:.1} MB/s)", best / 1e6, other / 1e6);
+        f.details = self.details(other, best);
+        if other <= 0.0 {
+            return f.skipped(
+                Verdict::Problem,
+                "the OTHER run moved no bytes: pipe-wakeup did not run (is `wc` installed?)"
+                    .to_string(),
+            );
+        }
+        f.judged(self.judge(ratio))
+    }
+
+    fn details(&self, other: f64, best: f64) -> Value {
+        let runs: Vec<Value> = self
+            .batch
+            .iter()
+            .map(|r| {
+                json!({
+                    "bytes_per_s": r.metrics.throughput_per_s,
+                    "writer_involuntary_per_s": writer_involuntary(r),
+                    "regime": if slow_regime(r) { "slow" } else { "fast" },
+                    "duration_s": r.duration_s,
+                })
+            })
+            .collect();
+        let mut warnings: Vec<String> = self.other.warnings.clone();
+        for r in &self.batch {
+            warnings.extend(r.warnings.iter().cloned());
+        }
+        json!({
+            "other_bytes_per_s": other,
+            "other_writer_involuntary_per_s": writer_involuntary(&self.other),
+            "batch_best_bytes_per_s": best,
+            "batch_runs": runs,
+            "warnings": warnings,
+        })
+    }
+
+    /// A BATCH run in the slow regime says nothing about BATCH itself, whatever the ratio.
+    fn judge(&self, ratio: f64) -> (Verdict, String) {
+        if !self.batch.iter().any(slow_regime) {
+            return verdict::verdict_batch_ratio(ratio);
+        }
+        (
+            Verdict::Notable,
+            format!(
+                "under BATCH the writer was still preempted {:.0} times a second: the pipe behaved as one that was polled (every write wakes the reader), which schedlab's workers never do - another process touching it, or a kernel that wakes on every write",
+                self.batch.iter().map(writer_involuntary).fold(0.0, f64::max)
+            ),
+        )
+    }
+}
+
+pub(super) fn fairness_finding(mut f: Finding, r: &RunReport) -> Finding {
+    let Some(error) = r.metrics.fairness_error else {
+        return f.skipped(
+            Verdict::Problem,
+            "nice-ladder reported no fairness error".to_string(),
+        );
+    };
+    let ladder: Vec<(f64, f64)> = r
+        .tasks
+        .iter()
+        .filter_map(|t| t.ideal_share.map(|i| (t.cpu_share, i)))
+        .collect();
+    let got: f64 = ladder.iter().map(|(m, _)| m).sum();
+    let ideal_total: f64 = ladder.iter().map(|(_, i)| i).sum();
+    // The same error once the CPU time the ladder never got is taken out: a wrong split
+    // among the tasks, not capacity lost to steal, the sampler or other tasks.
+    let split_error = if got > 0.0 {
+        let scaled: Vec<f64> = ladder.iter().map(|(m, _)| m * ideal_total / got).collect();
+        let ideal: Vec<f64> = ladder.iter().map(|(_, i)| *i).collect();
+        fairness_error(&scaled, &ideal)
+    } else {
+        error
+    };
+    f.value = error * 100.0;
+    f.shown = format!("{} (split {})", pct(error), pct(split_error));
+    let worst = r
+        .tasks
+        .iter()
+        .filter_map(|t| t.ideal_share.map(|i| (t, t.cpu_share - i)))
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+        .map(|(t, d)| json!({ "task": t.name, "nice": t.nice, "share": t.cpu_share, "off_by": d }));
+    f.details = json!({
+        "fairness_error": error,
+        "split_error": split_error,
+        "ladder_cpus": got,
+        "ideal_cpus": ideal_total,
+        "tasks": ladder.len(),
+        "worst_task": worst,
+        "duration_s": r.duration_s,
+        "warnings": r.warnings,
+    });
+    f.judged(verdict::verdict_fairness(error, split_error))
+}
+
+/// The fair share RT throttling and the fair server promise, with how it was found.
+pub(super) fn promised_fair_share(sys: &SystemKnobs) -> Result<(f64, Value)> {
+    let read = |k: SysKnob| -> Result<i64> {
+        let text = sys::get(&k, &sys.probe)?;
+        text.trim()
+            .parse()
+            .map_err(|_| anyhow!("{}: \"{text}\" is not a number", k.name()))
+    };
+    let runtime = read(SysKnob::RtRuntime)?;
+    let period = read(SysKnob::RtPeriod)?;
+    let throttle = if runtime < 0 || period <= 0 {
+        0.0
+    } else {
+        (1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0)
+    };
+    // The fair server (6.12+) reserves runtime/period of each CPU for fair tasks; its
+    // debugfs files are unreadable without debugfs (or under lockdown): assume its
+    // default of 50 ms per 1 s then, and say so.
+    let (server, source) = if sys.probe.kernel >= (6, 12) {
+        let fs = |field| {
+            read(SysKnob::FairServer { cpu: 0, field })
+                .ok()
+                .filter(|v| *v > 0)
+        };
+        match (fs("runtime"), fs("period")) {
+            (Some(r), Some(p)) => (r as f64 / p as f64, "debugfs fair_server/cpu0"),
+            _ => (0.05, "assumed default 50 ms / 1 s (debugfs unreadable)"),
+        }
+    } else {
+        (0.0, "none before 6.12")
+    };
+    Ok((
+        throttle.max(server),
+        json!({
+            "sched_rt_runtime_us": runtime,
+            "sched_rt_period_us": period,
+            "throttle_share": throttle,
+            "fair_server_share": server,
+            "fair_server_source": source,
+        }),
+    ))
+}
+
+/// The rt-throttle run against the share promised by `promise` (from
+/// `promised_fair_share`), given what changed around the run.
+pub(super) fn fifo_share_finding(
+    mut f: Finding,
+    (expected, mut details): (f64, Value),
+    r: &RunReport,
+    seen: &Watched,
+) -> Finding {
+    let task = |group: &str| r.tasks.iter().find(|t| t.group == group);
+    let (Some(fair), Some(fifo)) = (task("fair"), task("fifo")) else {
+        return f.skipped(
+            Verdict::Problem,
+            "rt-throttle reported no fair or fifo task".to_string(),
+        );
+    };
+    let measured = fair.cpu_share;
+    f.value = measured * 100.0;
+    f.shown = format!("{} (promised {})", pct(measured), pct(expected));
+    details["measured_share"] = json!(measured);
+    details["expected_share"] = json!(expected);
+    details["fifo_share"] = json!(fifo.cpu_share);
+    details["fifo_policy"] = json!(fifo.policy);
+    details["duration_s"] = json!(r.duration_s);
+    details["warnings"] = json!(r.warnings);
+    details["rt_runtime_period_seen"] = json!(seen.rt_sysctls);
+    details["foreign_rt_tasks"] = json!(seen.foreign_rt);
+    f.details = details;
+    match why_fifo_share_unjudgeable(r, fifo, seen) {
+        Some(why) => f.judged((Verdict::Notable, why)),
+        None => f.judged(verdict::verdict_fifo_share(measured, expected)),
+    }
+}
+
+/// Judging the share needs the promise to hold still, the RT bandwidth to be ours and
+/// the spinner to be FIFO; otherwise why not.
+fn why_fifo_share_unjudgeable(r: &RunReport, fifo: &TaskReport, seen: &Watched) -> Option<String> {
+    if seen.rt_sysctls.len() > 1 {
+        return Some(format!(
+            "sched_rt_runtime_us/sched_rt_period_us changed during the run ({}): another program is changing RT throttling, so the share cannot be judged",
+            seen.rt_sysctls.join(" -> ")
+        ));
+    }
+    if !seen.foreign_rt.is_empty() {
+        return Some(format!(
+            "other programs' real-time tasks ran meanwhile ({}): they share the RT bandwidth and the CPU, so the share cannot be judged",
+            seen.foreign_rt.join(", ")
+        ));
+    }
+    if fifo.policy != "fifo" {
+        let why = r
+            .warnings
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("it ran {}", fifo.policy));
+        return Some(format!(
+            "the spinner could not be made SCHED_FIFO ({why}), so nothing was throttled"
+        ));
+    }
+    None
+}
+
+pub(super) fn speed_finding(
+    mut f: Finding,
+    cpus: &[usize],
+    spin: &measure::SpinRates,
+    data: &mut CheckData,
+) -> Finding {
+    let best_of = |r: &Vec<f64>| r.iter().copied().reduce(f64::max);
+    let best: Vec<(usize, f64)> = cpus
+        .iter()
+        .zip(&spin.per_cpu_s)
+        .filter_map(|(&c, r)| best_of(r).map(|b| (c, b)))
+        .collect();
+    if best.is_empty() {
+        return f.interrupted();
+    }
+    let values: Vec<f64> = best.iter().map(|(_, b)| *b).collect();
+    let spread = verdict::spread(&values);
+    f.value = spread * 100.0;
+    let fastest = best.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+    let slowest = best.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+    f.shown = match (fastest, slowest) {
+        (Some(hi), Some(lo)) if best.len() > 1 => format!(
+            "{} (cpu{} {}/s, cpu{} {}/s)",
+            pct(spread),
+            hi.0,
+            si(hi.1),
+            lo.0,
+            si(lo.1)
+        ),
+        _ => format!("{} (cpu{} {}/s)", pct(spread), best[0].0, si(best[0].1)),
+    };
+    for ((c, b), r) in best.iter().zip(&spin.per_cpu_s) {
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        data.cpu_speed
+            .push((format!("cpu{c}"), b / 1e6, Some((lo / 1e6, b / 1e6))));
+    }
+    let per_cpu: Vec<Value> = best
+        .iter()
+        .zip(spin.per_cpu_s.iter().zip(&spin.per_wall_s))
+        .map(|((c, b), (r, w))| {
+            json!({
+                "cpu": c,
+                "iterations_per_cpu_s": b,
+                "iterations_per_wall_s": best_of(w).unwrap_or(0.0),
+                "slices": r.len(),
+            })
+        })
+        .collect();
+    f.details = json!({ "per_cpu": per_cpu, "spread": spread });
+    f.judged(verdict::verdict_cpu_speed(&values))
+}
+
+pub(super) fn steal_finding(mut f: Finding, a: &StatSnapshot, b: &StatSnapshot) -> Finding {
+    let (total, per_cpu) = measure::steal_shares(a, b);
+    let worst = per_cpu
+        .iter()
+        .copied()
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .unwrap_or((0, 0.0));
+    f.value = total * 100.0;
+    f.shown = if per_cpu.len() <= 4 {
+        let cpus: Vec<String> = per_cpu
+            .iter()
+            .map(|(c, s)| format!("cpu{c} {}", pct(*s)))
+            .collect();
+        format!("{} ({})", pct(total), cpus.join(", "))
+    } else {
+        format!("{} (worst cpu{} {})", pct(total), worst.0, pct(worst.1))
+    };
+    f.details = json!({
+        "total": total,
+        "per_cpu": per_cpu.iter().map(|(c, s)| json!({ "cpu": c, "steal": s })).collect::<Vec<_>>(),
+        "worst_cpu": worst.0,
+    });
+    f.judged(verdict::verdict_steal(total, worst.1))
+}
+
+pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
+    let knobs = sys::list(&sys.probe);
+    let writable = knobs.iter().filter(|k| k.writable).count();
+    let mut reasons: Vec<String> = Vec::new();
+    for k in knobs.iter().filter(|k| !k.writable) {
+        let why = k.why_not.clone().unwrap_or_else(|| "read-only".to_string());
+        if !reasons.contains(&why) {
+            reasons.push(why);
+        }
+    }
+    let why_of = |name: &str| {
+        knobs
+            .iter()
+            .find(|k| k.name == name)
+            .and_then(|k| (!k.writable).then(|| k.why_not.clone().unwrap_or_default()))
+    };
+    let rt_why = why_of("sys.rt_runtime_us").or_else(|| why_of("sys.rt_period_us"));
+    // Any debugfs knob (everything past the sysctls) read-only, with the first reason.
+    let debugfs_why = knobs
+        .iter()
+        .filter(|k| {
+            !matches!(
+                k.name.as_str(),
+                "sys.rt_runtime_us" | "sys.rt_period_us" | "sys.rr_timeslice_ms" | "sys.autogroup"
+            )
+        })
+        .find(|k| !k.writable)
+        .map(|k| k.why_not.clone().unwrap_or_else(|| "read-only".to_string()));
+    f.value = writable as f64;
+    f.shown = format!("{writable} of {} writable", knobs.len());
+    f.details = json!({
+        "root": sys.probe.root,
+        "writable": writable,
+        "read_only": knobs.len() - writable,
+        "reasons": reasons,
+        "writable_knobs": knobs.iter().filter(|k| k.writable).map(|k| k.name.clone()).collect::<Vec<_>>(),
+        "debugfs_mounted": sys.probe.debugfs_mounted,
+    });
+    f.judged(verdict::verdict_knobs(
+        sys.probe.root,
+        rt_why.as_deref(),
+        debugfs_why.as_deref(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::finding;
+    use super::*;
+
+    #[test]
+    fn other_load_is_noted_and_turns_a_problem_into_notable() {
+        let judged =
+            |v: Verdict| finding("x", "x", "us", "h", String::new()).judged((v, "why".into()));
+        let f = adjust_for_load(judged(Verdict::Problem), 0.19, 1.0);
+        assert_eq!(
+            (f.verdict, f.explanation.as_str()),
+            (Verdict::Problem, "why")
+        );
+        assert_eq!(f.details["other_load_cpus"], 0.19);
+        let f = adjust_for_load(judged(Verdict::Problem), OTHER_LOAD_NOTE, 1.0);
+        assert_eq!(f.verdict, Verdict::Problem);
+        assert!(
+            f.explanation.contains("0.2 CPUs busy meanwhile"),
+            "{}",
+            f.explanation
+        );
+        let f = adjust_for_load(judged(Verdict::Problem), OTHER_LOAD_DISTURBS, 1.0);
+        assert_eq!(f.verdict, Verdict::Notable);
+        assert!(
+            f.explanation.contains("not the machine"),
+            "{}",
+            f.explanation
+        );
+        let f = adjust_for_load(judged(Verdict::Ok), 1.5, 1.0);
+        assert_eq!(f.verdict, Verdict::Ok);
+        let f = adjust_for_load(
+            finding("x", "x", "us", "h", String::new()).skipped(Verdict::Problem, "gone".into()),
+            1.5,
+            1.0,
+        );
+        assert_eq!(
+            (f.verdict, f.explanation.as_str()),
+            (Verdict::Problem, "gone")
+        );
+    }
+}
