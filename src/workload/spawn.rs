@@ -144,31 +144,7 @@ impl Workload {
         // run directory (and the cgroup); the process groups are added once known.
         container.register(dir.path(), &[]);
         let join_fd = container.join_fd();
-
-        let mut pipes: BTreeMap<&str, (Option<OwnedFd>, Option<OwnedFd>)> = BTreeMap::new();
-        for s in specs {
-            if let Some(p) = &s.stdout {
-                let (r, w) =
-                    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
-                pipes.insert(p.as_str(), (Some(r), Some(w)));
-            }
-        }
-
-        // Tasks sharing a `process` name become threads of one process.
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
-        for (i, s) in specs.iter().enumerate() {
-            match s.process.as_deref().and_then(|p| by_name.get(p)) {
-                Some(&g) => groups[g].push(i),
-                None => {
-                    if let Some(p) = s.process.as_deref() {
-                        by_name.insert(p, groups.len());
-                    }
-                    groups.push(vec![i]);
-                }
-            }
-        }
-
+        let mut pipes = make_pipes(specs)?;
         let mut workload = Workload {
             shm: Arc::clone(&shm),
             procs: Vec::new(),
@@ -176,110 +152,20 @@ impl Workload {
             container,
             dir,
         };
-        for members in groups {
+        for members in process_groups(specs) {
             let first = &specs[members[0]];
             let mut cmd = Command::new(exe);
-            match &first.program {
-                Program::Worker {
-                    kind: WorkerKind::Make,
-                    params,
-                } => {
-                    let mf = workload.dir.path().join("Makefile");
-                    std::fs::write(&mf, makefile(exe, &shm_path, members[0], params))
-                        .context("writing the Makefile")?;
-                    let jobs = params.get("jobs").copied().unwrap_or(1);
-                    cmd.args(["__exec", "--shm"])
-                        .arg(&shm_path)
-                        .args(["--slot", &members[0].to_string(), "--", "make", "-s"])
-                        .arg(format!("-j{jobs}"))
-                        .arg("-f")
-                        .arg(&mf)
-                        .current_dir(workload.dir.path());
-                }
-                Program::Worker { .. } => {
-                    let threads: Vec<ThreadSpec> = members
-                        .iter()
-                        .filter_map(|&i| match &specs[i].program {
-                            Program::Worker { kind, params } => Some(ThreadSpec {
-                                slot: i,
-                                kind: *kind,
-                                params: params.clone(),
-                                poll_stdin: specs[i].poll_stdin,
-                                partners: partners(specs, i),
-                            }),
-                            Program::Command(_) => None,
-                        })
-                        .collect();
-                    cmd.args(["__worker", "--shm"])
-                        .arg(&shm_path)
-                        .arg("--threads")
-                        .arg(serde_json::to_string(&threads)?);
-                }
-                Program::Command(argv) => {
-                    cmd.args(["__exec", "--shm"])
-                        .arg(&shm_path)
-                        .args(["--slot", &members[0].to_string()]);
-                    if first.stdin.is_some() {
-                        cmd.arg("--stdin-pipe");
-                    }
-                    if first.stdout.is_some() {
-                        cmd.arg("--stdout-pipe");
-                    }
-                    if first.poll_stdin {
-                        cmd.arg("--poll-stdin");
-                    }
-                    cmd.arg("--").args(argv);
-                }
-            }
-            // The experiment's pipe ends go to fds 3 and 4, never 0-2: Rust's runtime
-            // polls fds 0-2 before main, and one poll arms a pipe's poll_usage for life
-            // (every later write then runs the wake-up path). `__exec` moves them to 0/1
-            // just before it becomes the command.
-            let mut take = |name: &Option<String>, read: bool| -> Option<OwnedFd> {
-                name.as_deref()
-                    .and_then(|n| pipes.get_mut(n))
-                    .and_then(|(r, w)| if read { r.take() } else { w.take() })
+            let run = Launch {
+                exe,
+                shm: &shm_path,
+                dir: workload.dir.path(),
             };
-            let mut mappings = Vec::new();
-            if let Some(fd) = take(&first.stdin, true) {
-                mappings.push(FdMapping {
-                    parent_fd: fd,
-                    child_fd: DATA_IN_FD,
-                });
-            }
-            if let Some(fd) = take(&first.stdout, false) {
-                mappings.push(FdMapping {
-                    parent_fd: fd,
-                    child_fd: DATA_OUT_FD,
-                });
-            }
-            cmd.fd_mappings(mappings)
-                .context("passing the pipe ends to a task")?;
+            run.program_args(&mut cmd, specs, &members)?;
+            pass_pipe_ends(&mut cmd, &mut pipes, first)?;
             cmd.stdin(Stdio::null());
             cmd.stdout(Stdio::null());
             cmd.stderr(log.try_clone().map_or_else(|_| Stdio::null(), Stdio::from));
-            let parent = std::process::id() as i32;
-            // SAFETY: only async-signal-safe calls (pwrite, setpgid, prctl, getppid, _exit)
-            // run between fork and exec.
-            unsafe {
-                cmd.pre_exec(move || {
-                    // Into the workload's cgroup before anything else: from here on all
-                    // it forks is found there, even after schedlab is gone.
-                    // pwrite at 0: the descriptor (and its offset) is shared by every
-                    // child, and cgroupfs ignores a write past the start.
-                    if let Some(fd) = join_fd {
-                        if libc::pwrite(fd, b"0".as_ptr().cast(), 1, 0) != 1 {
-                            libc::_exit(125);
-                        }
-                    }
-                    libc::setpgid(0, 0);
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-                    if libc::getppid() != parent {
-                        libc::_exit(1);
-                    }
-                    Ok(())
-                });
-            }
+            contain_child(&mut cmd, join_fd);
             let child = cmd
                 .spawn()
                 .with_context(|| format!("starting task \"{}\" ({})", first.name, exe.display()))?;
@@ -483,5 +369,163 @@ impl Workload {
 impl Drop for Workload {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Both ends of every pipe the preset names, by the name of the task that writes it.
+type Pipes<'a> = BTreeMap<&'a str, (Option<OwnedFd>, Option<OwnedFd>)>;
+
+fn make_pipes(specs: &[TaskSpec]) -> Result<Pipes<'_>> {
+    let mut pipes = Pipes::new();
+    for s in specs {
+        if let Some(p) = &s.stdout {
+            let (r, w) =
+                nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
+            pipes.insert(p.as_str(), (Some(r), Some(w)));
+        }
+    }
+    Ok(pipes)
+}
+
+/// The tasks of each process to start: tasks sharing a `process` name become threads
+/// of one process, every other task is a process of its own.
+fn process_groups(specs: &[TaskSpec]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, s) in specs.iter().enumerate() {
+        match s.process.as_deref().and_then(|p| by_name.get(p)) {
+            Some(&g) => groups[g].push(i),
+            None => {
+                if let Some(p) = s.process.as_deref() {
+                    by_name.insert(p, groups.len());
+                }
+                groups.push(vec![i]);
+            }
+        }
+    }
+    groups
+}
+
+/// Where a workload's processes come from: the schedlab binary (whose hidden
+/// subcommands are the workers), the shared memory, the run directory.
+struct Launch<'a> {
+    exe: &'a Path,
+    shm: &'a Path,
+    dir: &'a Path,
+}
+
+impl Launch<'_> {
+    /// The command line of the process that runs `members` (slots into `specs`).
+    fn program_args(&self, cmd: &mut Command, specs: &[TaskSpec], members: &[usize]) -> Result<()> {
+        let first = &specs[members[0]];
+        let slot = members[0].to_string();
+        match &first.program {
+            Program::Worker {
+                kind: WorkerKind::Make,
+                params,
+            } => {
+                let mf = self.dir.join("Makefile");
+                std::fs::write(&mf, makefile(self.exe, self.shm, members[0], params))
+                    .context("writing the Makefile")?;
+                let jobs = params.get("jobs").copied().unwrap_or(1);
+                cmd.args(["__exec", "--shm"])
+                    .arg(self.shm)
+                    .args(["--slot", &slot, "--", "make", "-s"])
+                    .arg(format!("-j{jobs}"))
+                    .arg("-f")
+                    .arg(&mf)
+                    .current_dir(self.dir);
+            }
+            Program::Worker { .. } => {
+                let threads: Vec<ThreadSpec> = members
+                    .iter()
+                    .filter_map(|&i| match &specs[i].program {
+                        Program::Worker { kind, params } => Some(ThreadSpec {
+                            slot: i,
+                            kind: *kind,
+                            params: params.clone(),
+                            poll_stdin: specs[i].poll_stdin,
+                            partners: partners(specs, i),
+                        }),
+                        Program::Command(_) => None,
+                    })
+                    .collect();
+                cmd.args(["__worker", "--shm"])
+                    .arg(self.shm)
+                    .arg("--threads")
+                    .arg(serde_json::to_string(&threads)?);
+            }
+            Program::Command(argv) => {
+                cmd.args(["__exec", "--shm"])
+                    .arg(self.shm)
+                    .args(["--slot", &slot]);
+                if first.stdin.is_some() {
+                    cmd.arg("--stdin-pipe");
+                }
+                if first.stdout.is_some() {
+                    cmd.arg("--stdout-pipe");
+                }
+                if first.poll_stdin {
+                    cmd.arg("--poll-stdin");
+                }
+                cmd.arg("--").args(argv);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The experiment's pipe ends go to fds 3 and 4, never 0-2: Rust's runtime polls fds
+/// 0-2 before main, and one poll arms a pipe's poll_usage for life (every later write
+/// then runs the wake-up path). `__exec` moves them to 0/1 just before it becomes the
+/// command.
+fn pass_pipe_ends(cmd: &mut Command, pipes: &mut Pipes, task: &TaskSpec) -> Result<()> {
+    let mut take = |name: &Option<String>, read: bool| -> Option<OwnedFd> {
+        name.as_deref()
+            .and_then(|n| pipes.get_mut(n))
+            .and_then(|(r, w)| if read { r.take() } else { w.take() })
+    };
+    let mut mappings = Vec::new();
+    if let Some(fd) = take(&task.stdin, true) {
+        mappings.push(FdMapping {
+            parent_fd: fd,
+            child_fd: DATA_IN_FD,
+        });
+    }
+    if let Some(fd) = take(&task.stdout, false) {
+        mappings.push(FdMapping {
+            parent_fd: fd,
+            child_fd: DATA_OUT_FD,
+        });
+    }
+    cmd.fd_mappings(mappings)
+        .context("passing the pipe ends to a task")?;
+    Ok(())
+}
+
+/// Between fork and exec: into the workload's cgroup, its own process group, killed
+/// with schedlab.
+fn contain_child(cmd: &mut Command, join_fd: Option<std::os::fd::RawFd>) {
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls (pwrite, setpgid, prctl, getppid, _exit)
+    // run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Into the workload's cgroup before anything else: from here on all it
+            // forks is found there, even after schedlab is gone. pwrite at 0: the
+            // descriptor (and its offset) is shared by every child, and cgroupfs
+            // ignores a write past the start.
+            if let Some(fd) = join_fd {
+                if libc::pwrite(fd, b"0".as_ptr().cast(), 1, 0) != 1 {
+                    libc::_exit(125);
+                }
+            }
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
