@@ -32,8 +32,8 @@ impl std::fmt::Display for Usage {
 }
 impl std::error::Error for Usage {}
 
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(msg.into()))
+fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg.to_string()))
 }
 
 fn main() -> ExitCode {

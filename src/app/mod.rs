@@ -5,7 +5,6 @@
 pub mod keys;
 mod modal;
 
-
 use std::time::Duration;
 
 use crossterm::event::KeyEvent;
@@ -525,7 +524,7 @@ impl App {
                 vec![Effect::Apply(s)]
             }
             Err(e) => {
-                self.complain(e);
+                self.complain(e.0);
                 Vec::new()
             }
         }

@@ -145,8 +145,8 @@ pub fn prepare_side(
 ) -> Result<(Preset, RunOptions), String> {
     let (task_sets, system_sets) = split(settings)?;
     let mut p = preset.clone();
-    p.apply_all(&task_sets)?;
-    p.tasks(&crate::system::online_cpus())?;
+    p.apply_all(&task_sets).map_err(|e| e.0)?;
+    p.tasks(&crate::system::online_cpus()).map_err(|e| e.0)?;
     let mut o = opts.clone();
     o.system_sets.extend(system_sets);
     // Every run would write the same file over the one before.

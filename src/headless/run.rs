@@ -133,7 +133,11 @@ fn drive(
             .clamp(Duration::from_millis(1), Duration::from_millis(100));
         if let Some(polled) = exp.poll(wait) {
             if let Some(w) = csv.as_mut() {
-                w.samples(&exp.session().workload.tasks, &polled.batch.tasks, &polled.points)?;
+                w.samples(
+                    &exp.session().workload.tasks,
+                    &polled.batch.tasks,
+                    &polled.points,
+                )?;
             }
             let last = exp.is_last(&polled.batch);
             exp.recycle(polled.batch);

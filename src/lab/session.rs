@@ -186,7 +186,7 @@ impl Session {
             Route::Cgroup { group, knob } => {
                 let cgroups = self.cgroups.as_ref().ok_or("this run has no cgroups")?;
                 let got = cgroups.set(&group, &knob, &s.value)?;
-                self.preset.apply(s)?;
+                self.preset.apply(s).map_err(|e| e.0)?;
                 Ok(got)
             }
         }
@@ -194,8 +194,8 @@ impl Session {
 
     fn apply_task(&mut self, s: &Setting) -> Result<String, String> {
         let mut next = self.preset.clone();
-        next.apply_all(std::slice::from_ref(s))?;
-        let specs = next.tasks(&self.online)?;
+        next.apply_all(std::slice::from_ref(s)).map_err(|e| e.0)?;
+        let specs = next.tasks(&self.online).map_err(|e| e.0)?;
         let same_tasks = specs.len() == self.specs.len()
             && specs.iter().zip(&self.specs).all(|(a, b)| {
                 a.name == b.name && a.program == b.program && a.poll_stdin == b.poll_stdin

@@ -44,7 +44,15 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
     let (throughput, unit) = throughput(preset, &tasks, workload);
     let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
     let latency_ns = store.latency_total.as_ref().and_then(|h| h.percentiles());
-    let headline = headline(preset, &tasks, throughput, &unit, latency_ns, latency_dropped, fairness);
+    let headline = headline(
+        preset,
+        &tasks,
+        throughput,
+        &unit,
+        latency_ns,
+        latency_dropped,
+        fairness,
+    );
     let cpu = cpu_reports(store);
     let cpu_idle_share = if cpu.is_empty() {
         0.0

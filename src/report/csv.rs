@@ -58,7 +58,6 @@ impl<'a> CsvRow<'a> {
     }
 }
 
-
 /// A CSV file being written as a run goes.
 pub struct CsvWriter {
     w: ::csv::Writer<File>,
@@ -107,7 +106,8 @@ impl CsvWriter {
     /// The row that marks a knob change.
     pub fn event(&mut self, e: &KnobEvent) -> Result<()> {
         let report = super::build::event_report(e);
-        self.w.serialize(CsvRow::event(&report, &e.setting.target))?;
+        self.w
+            .serialize(CsvRow::event(&report, &e.setting.target))?;
         Ok(())
     }
 

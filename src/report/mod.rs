@@ -8,8 +8,8 @@ use serde::Serialize;
 pub mod build;
 pub mod csv;
 
-use crate::workload::histogram::Percentiles;
 pub use crate::lab::experiment::Observer;
+use crate::workload::histogram::Percentiles;
 
 /// One task's line of a run report. Policy, nice, priority and CPUs are what the kernel
 /// reported at the end of the run, not what was asked for.

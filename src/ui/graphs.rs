@@ -211,7 +211,8 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     match headline {
         Some((Headline::Latency, group)) if !app.live.store.latency.is_empty() => {
             let pts = |f: fn(&(f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-                app.live.store
+                app.live
+                    .store
                     .latency
                     .iter()
                     .filter(|p| p.0 >= from)
