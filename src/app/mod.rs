@@ -558,7 +558,7 @@ impl App {
                 vec![Effect::Apply(s)]
             }
             Err(e) => {
-                self.complain(e);
+                self.complain(e.0);
                 Vec::new()
             }
         }

@@ -480,8 +480,8 @@ impl<'a> Checker<'a> {
     ) -> Result<RunReport> {
         let mut p: Preset = preset::load(name)?;
         for v in variant {
-            let settings = p.variant(v).map_err(anyhow::Error::msg)?.set.clone();
-            p.apply_all(&settings).map_err(anyhow::Error::msg)?;
+            let settings = p.variant(v)?.set.clone();
+            p.apply_all(&settings)?;
         }
         let mut ro = RunOptions::new(self.exe.to_path_buf());
         ro.duration = duration;

@@ -147,10 +147,8 @@ pub fn prepare_side(
 ) -> Result<(Preset, RunOptions), Invalid> {
     let (task_sets, system_sets) = split(settings)?;
     let mut p = preset.clone();
-    p.apply_all(&task_sets)
-        .map_err(|e| Invalid(e.to_string()))?;
-    p.tasks(&crate::system::online_cpus())
-        .map_err(|e| Invalid(e.to_string()))?;
+    p.apply_all(&task_sets)?;
+    p.tasks(&crate::system::online_cpus())?;
     let mut o = opts.clone();
     o.system_sets.extend(system_sets);
     // Every run would write the same file over the one before.

@@ -60,16 +60,12 @@ pub fn sweep(
             interrupted = true;
             break;
         }
-        let setting: Setting = format!("{knob}={value}")
-            .parse()
-            .map_err(anyhow::Error::msg)?;
+        let setting: Setting = format!("{knob}={value}").parse()?;
         let mut p = preset.clone();
         let mut o = opts.clone();
-        match route(&setting).map_err(anyhow::Error::msg)? {
+        match route(&setting)? {
             Route::Sys(k) => o.system_sets.push((k, setting)),
-            Route::Task | Route::Cgroup { .. } => p
-                .apply_all(std::slice::from_ref(&setting))
-                .map_err(anyhow::Error::msg)?,
+            Route::Task | Route::Cgroup { .. } => p.apply_all(std::slice::from_ref(&setting))?,
         }
         let r = run(&p, &o, sys)?;
         duration_s = r.duration_s;

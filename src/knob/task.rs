@@ -6,6 +6,8 @@ use std::str::FromStr;
 use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Invalid;
+
 use super::errno::{explain, WriteKind};
 use crate::cpuset::CpuSet;
 
@@ -76,7 +78,7 @@ impl fmt::Display for Policy {
 }
 
 impl FromStr for Policy {
-    type Err = String;
+    type Err = Invalid;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.trim().to_ascii_lowercase();
         let lower = lower.strip_prefix("sched_").unwrap_or(&lower);
@@ -87,10 +89,10 @@ impl FromStr for Policy {
             "fifo" => Ok(Policy::Fifo),
             "rr" => Ok(Policy::Rr),
             "deadline" => Ok(Policy::Deadline),
-            _ => Err(format!(
+            _ => Err(Invalid(format!(
                 "unknown policy \"{s}\": allowed are {}",
                 Policy::ALLOWED
-            )),
+            ))),
         }
     }
 }
@@ -106,18 +108,18 @@ pub struct Deadline {
 impl Deadline {
     /// The kernel's own rule (sched_dl_overflow aside), checked before the syscall so the
     /// user learns which parameter is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         if self.runtime_ns < 1024 {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "deadline runtime {} ns is below the kernel's minimum of 1024 ns",
                 self.runtime_ns
-            ));
+            )));
         }
         if !(self.runtime_ns <= self.deadline_ns && self.deadline_ns <= self.period_ns) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "deadline parameters need runtime <= deadline <= period, got {} / {} / {} ns",
                 self.runtime_ns, self.deadline_ns, self.period_ns
-            ));
+            )));
         }
         Ok(())
     }
@@ -157,39 +159,38 @@ impl Default for SchedSettings {
 
 impl SchedSettings {
     /// Check the combination before any syscall; errors name the value and what is allowed.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         if self.policy.is_realtime() && !(1..=99).contains(&self.priority) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "priority {} is out of range for {}: allowed 1..99",
                 self.priority, self.policy
-            ));
+            )));
         }
         if !self.policy.is_realtime() && self.priority != 0 {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "priority {} applies only to fifo and rr (1..99); {} takes 0",
                 self.priority, self.policy
-            ));
+            )));
         }
         if !(-20..=20).contains(&self.nice) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "nice {} is out of range: allowed -20..19 (20 is clamped to 19)",
                 self.nice
-            ));
+            )));
         }
         if let Some(slice) = self.slice_ns {
             if slice != 0 && !(100_000..=100_000_000).contains(&slice) {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "slice {slice} ns is out of range: allowed 0.1ms..100ms (0 = kernel default)"
-                ));
+                )));
             }
         }
         if self.policy == Policy::Deadline {
             match &self.deadline {
                 None => {
-                    return Err(
-                        "deadline policy needs runtime, deadline and period (e.g. runtime=2ms,deadline=10ms,period=10ms)"
-                            .into(),
-                    )
+                    return Err(Invalid::new(
+                        "deadline policy needs runtime, deadline and period (e.g. runtime=2ms,deadline=10ms,period=10ms)",
+                    ))
                 }
                 Some(dl) => dl.validate()?,
             }
@@ -199,14 +200,16 @@ impl SchedSettings {
             ("uclamp_max", self.uclamp_max),
         ] {
             if v.is_some_and(|v| v > 1024) {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "{name} {} is out of range: allowed 0..1024",
                     v.unwrap_or(0)
-                ));
+                )));
             }
         }
         if self.cpus.is_some_and(|c| c.is_empty()) {
-            return Err("the CPU list is empty: allow at least one CPU".into());
+            return Err(Invalid::new(
+                "the CPU list is empty: allow at least one CPU",
+            ));
         }
         Ok(())
     }
@@ -504,7 +507,7 @@ mod tests {
             assert_eq!(Policy::from_kernel(p.to_kernel()), Some(p));
         }
         assert_eq!("SCHED_NORMAL".parse::<Policy>(), Ok(Policy::Other));
-        let err = "fast".parse::<Policy>().unwrap_err();
+        let err = "fast".parse::<Policy>().unwrap_err().0;
         assert!(
             err.contains("other, batch, idle, fifo, rr, deadline"),
             "{err}"
@@ -518,7 +521,7 @@ mod tests {
             priority: 0,
             ..Default::default()
         };
-        assert!(rt.validate().unwrap_err().contains("1..99"));
+        assert!(rt.validate().unwrap_err().0.contains("1..99"));
         let other_with_prio = SchedSettings {
             priority: 5,
             ..Default::default()
@@ -526,12 +529,13 @@ mod tests {
         assert!(other_with_prio
             .validate()
             .unwrap_err()
+            .0
             .contains("fifo and rr"));
         let nice = SchedSettings {
             nice: 25,
             ..Default::default()
         };
-        assert!(nice.validate().unwrap_err().contains("-20..19"));
+        assert!(nice.validate().unwrap_err().0.contains("-20..19"));
         let dl = SchedSettings {
             policy: Policy::Deadline,
             deadline: Some(Deadline {
@@ -544,6 +548,7 @@ mod tests {
         assert!(dl
             .validate()
             .unwrap_err()
+            .0
             .contains("runtime <= deadline <= period"));
         assert!(SchedSettings::default().validate().is_ok());
     }

@@ -88,7 +88,7 @@ impl Session {
         sys: &mut SystemKnobs,
     ) -> Result<(Session, Vec<String>)> {
         let online = crate::system::online_cpus();
-        let specs = preset.tasks(&online).map_err(anyhow::Error::msg)?;
+        let specs = preset.tasks(&online)?;
         let workload = Workload::start(&specs, exe)?;
         let mut warnings = Vec::new();
         // Into the cgroups first: with RT group scheduling a FIFO task may only enter a
@@ -190,7 +190,7 @@ impl Session {
                     .as_ref()
                     .ok_or_else(|| KnobError::invalid("this run has no cgroups"))?;
                 let got = cgroups.set(&group, &knob, &s.value)?;
-                self.preset.apply(s).map_err(KnobError::Invalid)?;
+                self.preset.apply(s)?;
                 Ok(got)
             }
         }
@@ -198,9 +198,8 @@ impl Session {
 
     fn apply_task(&mut self, s: &Setting) -> Result<String, KnobError> {
         let mut next = self.preset.clone();
-        next.apply_all(std::slice::from_ref(s))
-            .map_err(KnobError::Invalid)?;
-        let specs = next.tasks(&self.online).map_err(KnobError::Invalid)?;
+        next.apply_all(std::slice::from_ref(s))?;
+        let specs = next.tasks(&self.online)?;
         let same_tasks = specs.len() == self.specs.len()
             && specs.iter().zip(&self.specs).all(|(a, b)| {
                 a.name == b.name && a.program == b.program && a.poll_stdin == b.poll_stdin

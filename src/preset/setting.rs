@@ -5,6 +5,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::error::Invalid;
+
+/// The most instances one task group may have.
+pub const MAX_COUNT: usize = 256;
+
 /// One `TARGET.KNOB=VALUE`. `sys.feature.WA_IDLE=off` has target `sys`, knob `feature.WA_IDLE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Setting {
@@ -14,10 +19,10 @@ pub struct Setting {
 }
 
 impl FromStr for Setting {
-    type Err = String;
+    type Err = Invalid;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let shape = || {
-            format!("bad setting \"{s}\": expected TASK.KNOB=VALUE, e.g. writer.policy=batch or hog.nice=10")
+            Invalid(format!("bad setting \"{s}\": expected TASK.KNOB=VALUE, e.g. writer.policy=batch or hog.nice=10"))
         };
         let (lhs, value) = s.split_once('=').ok_or_else(shape)?;
         let (target, knob) = lhs.trim().split_once('.').ok_or_else(shape)?;
@@ -42,7 +47,7 @@ impl fmt::Display for Setting {
 /// Parse a comma-separated list of settings (`writer.policy=batch,reader.cpus=0-1`).
 /// A comma only starts a new setting when what follows looks like `NAME.KNOB=`, so CPU
 /// lists such as `cpus=0,2` stay whole.
-pub fn parse_list(s: &str) -> Result<Vec<Setting>, String> {
+pub fn parse_list(s: &str) -> Result<Vec<Setting>, Invalid> {
     let mut parts: Vec<String> = Vec::new();
     for piece in s.split(',') {
         let starts_setting = piece
@@ -60,20 +65,22 @@ pub fn parse_list(s: &str) -> Result<Vec<Setting>, String> {
 }
 
 /// `5s:writer.policy=batch` -> (5 s, the setting).
-pub fn parse_at(s: &str) -> Result<(Duration, Setting), String> {
+pub fn parse_at(s: &str) -> Result<(Duration, Setting), Invalid> {
     let (time, setting) = s.split_once(':').ok_or_else(|| {
-        format!("bad --at \"{s}\": expected TIME:TASK.KNOB=VALUE, e.g. 5s:writer.policy=batch")
+        Invalid(format!(
+            "bad --at \"{s}\": expected TIME:TASK.KNOB=VALUE, e.g. 5s:writer.policy=batch"
+        ))
     })?;
     Ok((
-        parse_duration(time).map_err(|e| format!("--at {s}: {e}"))?,
+        parse_duration(time).map_err(|e| Invalid(format!("--at {s}: {e}")))?,
         setting.parse()?,
     ))
 }
 
 /// A sweep: `KNOB=V1,V2,...` or `KNOB=FROM..TO:STEP` (whole numbers) -> (knob, values).
-pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), String> {
+pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), Invalid> {
     let bad = || {
-        format!("bad --knob \"{s}\": expected KNOB=V1,V2,... or KNOB=FROM..TO:STEP, e.g. sys.rt_runtime_us=200000..700000:100000")
+        Invalid(format!("bad --knob \"{s}\": expected KNOB=V1,V2,... or KNOB=FROM..TO:STEP, e.g. sys.rt_runtime_us=200000..700000:100000"))
     };
     let (knob, values) = s.split_once('=').ok_or_else(bad)?;
     if !knob.contains('.') || values.is_empty() {
@@ -96,14 +103,14 @@ pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), String> {
             .map(|v| v.to_string())
             .collect();
         if values.len() > 1000 {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "--knob {s}: more than 1000 values; use a larger step"
-            ));
+            )));
         }
         return Ok((knob.to_string(), values));
     }
     if values.split(',').count() > 1000 {
-        return Err(format!("--knob {knob}=...: more than 1000 values"));
+        return Err(Invalid(format!("--knob {knob}=...: more than 1000 values")));
     }
     let values: Vec<String> = values
         .split(',')
@@ -117,7 +124,7 @@ pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), String> {
 }
 
 /// A duration as users write it: `10s`, `100ms`, `1.5s`, `250us`, or plain ns.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, Invalid> {
     let t = s.trim();
     if let Ok(ns) = t.parse::<u64>() {
         return Ok(Duration::from_nanos(ns));
@@ -132,8 +139,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             }
         }
     }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("bad duration \"{s}\": expected e.g. 10s, 1.5s, 100ms, 250us or ns"))
+    humantime::parse_duration(t).map_err(|_| {
+        Invalid(format!(
+            "bad duration \"{s}\": expected e.g. 10s, 1.5s, 100ms, 250us or ns"
+        ))
+    })
+}
+
+/// A duration in whole nanoseconds; errors name the `field` it was given for.
+pub(super) fn duration_ns(field: &str, s: &str) -> Result<u64, Invalid> {
+    parse_duration(s)
+        .map(|d| d.as_nanos().min(u64::MAX as u128) as u64)
+        .map_err(|e| Invalid(format!("{field}: {e}")))
 }
 
 /// A nice value for every instance of a task group.
@@ -145,10 +162,10 @@ pub enum NiceLadder {
 
 impl NiceLadder {
     /// `5`, `0..20` (step 1), `-20..20:4`, or `0/5/10`.
-    pub fn parse(s: &str) -> Result<NiceLadder, String> {
+    pub fn parse(s: &str) -> Result<NiceLadder, Invalid> {
         let t = s.trim();
         let bad = || {
-            format!("bad nice \"{s}\": expected a number -20..19, a ladder FROM..TO[:STEP] like -20..20:4, or a list like 0/5/10")
+            Invalid(format!("bad nice \"{s}\": expected a number -20..19, a ladder FROM..TO[:STEP] like -20..20:4, or a list like 0/5/10"))
         };
         if let Some((range, step)) = t.split_once("..") {
             let (to, step) = match step.split_once(':') {
@@ -160,15 +177,15 @@ impl NiceLadder {
             // Checked before anything is expanded: a ladder is at most 41 rungs.
             for n in [from, to] {
                 if !(-20..=20).contains(&n) {
-                    return Err(format!(
+                    return Err(Invalid(format!(
                         "bad nice ladder \"{s}\": nice {n} is out of range: allowed -20..19 (20 is clamped to 19)"
-                    ));
+                    )));
                 }
             }
             if step <= 0 || from > to {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "bad nice ladder \"{s}\": need FROM <= TO and a positive STEP"
-                ));
+                )));
             }
             return Ok(NiceLadder::Each(
                 (from..=to).step_by(step as usize).collect(),
@@ -176,13 +193,11 @@ impl NiceLadder {
         }
         if t.contains('/') {
             // As many values as a group may have instances; more is refused unread.
-            if t.split('/').count() > crate::preset::MAX_COUNT {
-                return Err(format!(
-                    "bad nice list \"{}...\": more than {} values (a group has at most {} tasks)",
+            if t.split('/').count() > MAX_COUNT {
+                return Err(Invalid(format!(
+                    "bad nice list \"{}...\": more than {MAX_COUNT} values (a group has at most {MAX_COUNT} tasks)",
                     t.chars().take(20).collect::<String>(),
-                    crate::preset::MAX_COUNT,
-                    crate::preset::MAX_COUNT
-                ));
+                )));
             }
             let values: Result<Vec<i32>, _> = t.split('/').map(|v| v.trim().parse()).collect();
             return values.map(NiceLadder::Each).map_err(|_| bad());
@@ -226,7 +241,7 @@ mod tests {
             "writer.=x",
             "a.b=",
         ] {
-            let err = bad.parse::<Setting>().unwrap_err();
+            let err = bad.parse::<Setting>().unwrap_err().0;
             assert!(err.contains("TASK.KNOB=VALUE"), "{bad}: {err}");
         }
     }
@@ -251,6 +266,7 @@ mod tests {
         );
         assert!(parse_at("writer.policy=batch")
             .unwrap_err()
+            .0
             .contains("TIME:TASK.KNOB=VALUE"));
         let (k, v) = parse_sweep("sys.rt_runtime_us=200000..700000:100000").expect("range");
         assert_eq!(k, "sys.rt_runtime_us");
@@ -264,6 +280,7 @@ mod tests {
         assert!(parse_sweep("nodot=1,2").is_err());
         assert!(parse_sweep("a.b=0..100000:1")
             .unwrap_err()
+            .0
             .contains("more than 1000"));
     }
 
@@ -274,7 +291,7 @@ mod tests {
         assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert_eq!(parse_duration("3000"), Ok(Duration::from_nanos(3000)));
-        assert!(parse_duration("soon").unwrap_err().contains("10s"));
+        assert!(parse_duration("soon").unwrap_err().0.contains("10s"));
         assert!(parse_duration("-1s").is_err());
     }
 
@@ -294,7 +311,7 @@ mod tests {
         );
         assert!(NiceLadder::parse("20..0").is_err());
         assert!(NiceLadder::parse("0..20:0").is_err());
-        assert!(NiceLadder::parse("low").unwrap_err().contains("-20..19"));
+        assert!(NiceLadder::parse("low").unwrap_err().0.contains("-20..19"));
     }
 
     #[test]
@@ -302,17 +319,18 @@ mod tests {
         // These once took 9.8 s and 3.9 GB, or aborted allocating 16 GiB: the bound is
         // checked on the two ends, so the refusal is immediate and names the range.
         for ladder in ["0..500000000", "-2147483648..2147483647"] {
-            let err = NiceLadder::parse(ladder).unwrap_err();
+            let err = NiceLadder::parse(ladder).unwrap_err().0;
             assert!(err.contains("allowed -20..19"), "{err}");
         }
         let long = vec!["1"; 300].join("/");
         assert!(NiceLadder::parse(&long)
             .unwrap_err()
+            .0
             .contains("more than 256"));
         // A sweep near i64's end neither overflows nor loops.
         let (_, v) = parse_sweep("x.y=9223372036854775800..9223372036854775807:5").expect("parses");
         assert_eq!(v.len(), 2);
         let many = format!("x.y={}", vec!["1"; 2000].join(","));
-        assert!(parse_sweep(&many).unwrap_err().contains("more than 1000"));
+        assert!(parse_sweep(&many).unwrap_err().0.contains("more than 1000"));
     }
 }

@@ -414,17 +414,14 @@ pub fn nice_from_prio(prio: i32) -> Option<i32> {
     (100..=139).contains(&prio).then(|| prio - 120)
 }
 
-/// Short lower-case name of a scheduling policy number.
+/// Short lower-case name of a scheduling policy number: the knob path's names (one
+/// table), and sched_ext's, which schedlab reads but never sets.
 pub fn policy_name(policy: u32) -> &'static str {
-    match policy {
-        0 => "other",
-        1 => "fifo",
-        2 => "rr",
-        3 => "batch",
-        5 => "idle",
-        6 => "deadline",
-        7 => "ext",
-        _ => "unknown",
+    const SCHED_EXT: u32 = 7;
+    match crate::knob::task::Policy::from_kernel(policy) {
+        Some(p) => p.name(),
+        None if policy == SCHED_EXT => "ext",
+        None => "unknown",
     }
 }
 

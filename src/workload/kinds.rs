@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::Invalid;
+
 use serde::{Deserialize, Serialize};
 
 /// What a task runs when it is not an external command.
@@ -167,7 +169,7 @@ impl WorkerKind {
 pub fn resolve_params(
     kind: WorkerKind,
     given: &BTreeMap<String, i64>,
-) -> Result<BTreeMap<String, i64>, String> {
+) -> Result<BTreeMap<String, i64>, Invalid> {
     let mut out = BTreeMap::new();
     for (name, &value) in given {
         check_param(kind, name, value)?;
@@ -180,7 +182,7 @@ pub fn resolve_params(
 }
 
 /// One parameter against its spec; the error names the allowed names or range.
-pub fn check_param(kind: WorkerKind, name: &str, value: i64) -> Result<(), String> {
+pub fn check_param(kind: WorkerKind, name: &str, value: i64) -> Result<(), Invalid> {
     let Some(spec) = kind.param(name) else {
         let names: Vec<_> = kind.params().iter().map(|s| s.name).collect();
         let allowed = if names.is_empty() {
@@ -188,19 +190,19 @@ pub fn check_param(kind: WorkerKind, name: &str, value: i64) -> Result<(), Strin
         } else {
             names.join(", ")
         };
-        return Err(format!(
+        return Err(Invalid(format!(
             "unknown parameter \"{name}\" for worker {}: its parameters are {allowed}",
             kind_name(kind)
-        ));
+        )));
     };
     if value < spec.min || value > spec.max {
-        return Err(format!(
+        return Err(Invalid(format!(
             "{name}={value} is out of range for worker {}: allowed {}..{} ({})",
             kind_name(kind),
             spec.min,
             spec.max,
             spec.help
-        ));
+        )));
     }
     Ok(())
 }
@@ -221,11 +223,11 @@ mod tests {
         let got = resolve_params(WorkerKind::PipeWriter, &BTreeMap::new()).expect("defaults");
         assert_eq!(got["bytes"], 30);
         let bad = BTreeMap::from([("size".to_string(), 3)]);
-        let err = resolve_params(WorkerKind::PipeWriter, &bad).unwrap_err();
+        let err = resolve_params(WorkerKind::PipeWriter, &bad).unwrap_err().0;
         assert!(err.contains("bytes, writes"), "{err}");
-        let err = check_param(WorkerKind::Spin, "x", 1).unwrap_err();
+        let err = check_param(WorkerKind::Spin, "x", 1).unwrap_err().0;
         assert!(err.contains("parameters are none"), "{err}");
-        let err = check_param(WorkerKind::Make, "jobs", 0).unwrap_err();
+        let err = check_param(WorkerKind::Make, "jobs", 0).unwrap_err().0;
         assert!(err.contains("allowed 1..1024"), "{err}");
         assert_eq!(kind_name(WorkerKind::MemsetProducer), "memset-producer");
     }
