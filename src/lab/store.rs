@@ -263,7 +263,6 @@ impl Store {
     /// Take in one batch; returns the new rate points (task id, rates) it produced.
     pub fn push(&mut self, batch: &Batch) -> Vec<(usize, TaskRates)> {
         let start = *self.start_ns.get_or_insert(batch.t_ns);
-        let t_s = self.t_s(batch.t_ns);
         // The first batch after the warm-up becomes every summary's starting point. A
         // task that exited during the warm-up keeps its whole life as its summary.
         let restart = !self.settled && batch.t_ns.saturating_sub(start) >= self.warmup_ns;
@@ -274,6 +273,23 @@ impl Store {
         }
         self.summary_ns.get_or_insert(batch.t_ns);
         self.last_ns = Some(batch.t_ns);
+        let new_points = self.push_tasks(batch, restart);
+        for s in &batch.tasks {
+            if let Some(slot) = self.latest.get_mut(s.id) {
+                slot.clone_from(s);
+            }
+        }
+        self.push_latency(batch);
+        // A round without /proc/stat has no CPU counters to add.
+        if !batch.system.cpus.is_empty() {
+            self.push_system(batch);
+        }
+        new_points
+    }
+
+    /// Each task's rates since its last read; the points added.
+    fn push_tasks(&mut self, batch: &Batch, restart: bool) -> Vec<(usize, TaskRates)> {
+        let t_s = self.t_s(batch.t_ns);
         let mut new_points = Vec::new();
         for sample in &batch.tasks {
             let Some(series) = self.tasks.get_mut(sample.id) else {
@@ -299,10 +315,7 @@ impl Store {
                 let mut r = task_rates(prev, sample, dt_ns);
                 series.carry.apportion(&mut r, dt_ns);
                 r.t_s = t_s;
-                if series.points.len() == self.retention {
-                    series.points.pop_front();
-                }
-                series.points.push_back(r);
+                push_bounded(&mut series.points, r, self.retention);
                 new_points.push((sample.id, r));
             }
             if series.first.is_none() || restart {
@@ -316,17 +329,13 @@ impl Store {
                 None => series.last = Some((read_at, sample.clone())),
             }
         }
-        for s in &batch.tasks {
-            if let Some(slot) = self.latest.get_mut(s.id) {
-                slot.clone_from(s);
-            }
-        }
-        self.push_latency(batch);
+        new_points
+    }
+
+    /// The CPUs' rates and the foreign load since the last round that read /proc/stat.
+    fn push_system(&mut self, batch: &Batch) {
+        let t_s = self.t_s(batch.t_ns);
         let sys = &batch.system;
-        if sys.cpus.is_empty() {
-            // This round did not read /proc/stat.
-            return new_points;
-        }
         self.used = self
             .tasks
             .iter()
@@ -348,23 +357,16 @@ impl Store {
         if let Some(prev) = &self.prev_system {
             self.cpus.resize_with(sys.cpus.len(), VecDeque::new);
             for (i, (p, c)) in prev.cpus.iter().zip(&sys.cpus).enumerate() {
-                if self.cpus[i].len() == self.retention {
-                    self.cpus[i].pop_front();
-                }
-                self.cpus[i].push_back((t_s, cpu_rates(p, c)));
+                push_bounded(&mut self.cpus[i], (t_s, cpu_rates(p, c)), self.retention);
             }
             if let Some(f) = foreign_cpus(prev, &snapshot, &self.used) {
-                if self.foreign.len() == self.retention {
-                    self.foreign.pop_front();
-                }
-                self.foreign.push_back((t_s, f));
+                push_bounded(&mut self.foreign, (t_s, f), self.retention);
             }
         }
         if self.first_system.is_none() {
             self.first_system = Some(snapshot.clone());
         }
         self.prev_system = Some(snapshot);
-        new_points
     }
 
     /// Merge the batch's latency histograms (only tasks that measure latency have any) and
@@ -384,14 +386,12 @@ impl Store {
             None => total.clone(),
         };
         if delta.count > 0 {
-            if self.latency.len() == self.retention {
-                self.latency.pop_front();
-            }
-            self.latency.push_back((
+            let point = (
                 self.t_s(batch.t_ns),
                 delta.quantile(0.5) as f64,
                 delta.quantile(0.99) as f64,
-            ));
+            );
+            push_bounded(&mut self.latency, point, self.retention);
         }
         self.latency_prev = Some(total.clone());
         self.latency_total = Some(total);
@@ -497,6 +497,14 @@ impl Store {
     pub fn summary_start_s(&self) -> f64 {
         self.summary_ns.map_or(0.0, |t| self.t_s(t))
     }
+}
+
+/// Append to a series that keeps its last `retention` points.
+fn push_bounded<T>(series: &mut VecDeque<T>, point: T, retention: usize) {
+    if series.len() == retention {
+        series.pop_front();
+    }
+    series.push_back(point);
 }
 
 #[cfg(test)]

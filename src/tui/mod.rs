@@ -142,34 +142,15 @@ async fn event_loop(
     let mut restored = Vec::new();
     let mut quitting: Option<Instant> = None;
     let mut dirty = true;
-    // SCHEDLAB_TRACE=FILE: append how long each key took from arrival to a drawn screen.
-    let mut trace = std::env::var_os("SCHEDLAB_TRACE").and_then(|p| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .ok()
-    });
-    let mut input_at: Option<Instant> = None;
+    let mut trace = KeyTrace::from_env();
     loop {
         if dirty {
             let _ = terminal.draw(|f| crate::ui::render(f, &app));
             dirty = false;
-            if let (Some(t), Some(f)) = (input_at.take(), trace.as_mut()) {
-                use std::io::Write as _;
-                let _ = writeln!(f, "key_to_draw_us {}", t.elapsed().as_micros());
-            }
+            trace.drawn();
         }
         let wake = tokio::select! {
-            ev = input.next() => Wake::Input(match ev {
-                Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => Some(Action::Key(k)),
-                Some(Ok(TermEvent::Mouse(m))) if m.kind == MouseEventKind::Down(MouseButton::Left) => {
-                    let area = ratatui::layout::Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
-                    crate::ui::task_at(&crate::ui::layout(area, &app), &app, m.row).map(Action::ClickTask)
-                }
-                Some(Ok(TermEvent::Resize(w, h))) => Some(Action::Resize(w, h)),
-                _ => None,
-            }),
+            ev = input.next() => Wake::Input(input_action(ev, &app)),
             news = next_news(&mut source) => news,
             _ = tick.tick() => Wake::Tick,
         };
@@ -210,41 +191,15 @@ async fn event_loop(
                     | Action::KnobResult { .. }
             );
             if matches!(action, Action::Key(_)) {
-                input_at = Some(Instant::now());
+                trace.key();
             }
-            let mut effects: std::collections::VecDeque<Effect> = app.update(action).into();
-            while let Some(effect) = effects.pop_front() {
-                match (&mut source, effect) {
-                    (Source::Replay(p), Effect::Pause(paused)) => p.pause(paused),
-                    (Source::Replay(p), Effect::Step(n)) => feed(&mut app, p.step(n), &mut effects),
-                    (Source::Replay(p), Effect::Seek(s)) => feed(&mut app, p.seek(s), &mut effects),
-                    (Source::Replay(_), Effect::Quit) => app.quit = true,
-                    (Source::Replay(_), _) => {}
-                    (Source::Live { ctl, .. }, effect) => {
-                        let req = match effect {
-                            Effect::Apply(s) => Some(Request::Apply(s)),
-                            Effect::SetInterval(d) => Some(Request::SetInterval(d)),
-                            Effect::Pause(p) => Some(Request::Pause(p)),
-                            Effect::Restart(p) => Some(Request::Restart(p)),
-                            Effect::ToggleRecord => Some(Request::Record(match app.recording {
-                                Some(_) => None,
-                                None => {
-                                    Some(record_dir.join(format!("schedlab-{}.jsonl", unix_time())))
-                                }
-                            })),
-                            Effect::Quit => {
-                                quitting.get_or_insert_with(Instant::now);
-                                Some(Request::Quit)
-                            }
-                            // The App only asks for these in a replay.
-                            Effect::Step(_) | Effect::Seek(_) => None,
-                        };
-                        if let Some(req) = req {
-                            let _ = ctl.send(req);
-                        }
-                    }
-                }
-            }
+            let effects = app.update(action);
+            let mut runner = Runner {
+                source: &mut source,
+                record_dir,
+                quitting: &mut quitting,
+            };
+            runner.carry_out(&mut app, effects);
             dirty |= is_input;
         }
         if app.quit && matches!(source, Source::Replay(_)) {
@@ -257,6 +212,96 @@ async fn event_loop(
         let _ = handle.join();
     }
     Ok(restored)
+}
+
+/// What a terminal event asks of the App: a key, a click on a task row, a resize.
+fn input_action(ev: Option<std::io::Result<TermEvent>>, app: &App) -> Option<Action> {
+    match ev {
+        Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => Some(Action::Key(k)),
+        Some(Ok(TermEvent::Mouse(m))) if m.kind == MouseEventKind::Down(MouseButton::Left) => {
+            let area = ratatui::layout::Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+            crate::ui::task_at(&crate::ui::layout(area, app), app, m.row).map(Action::ClickTask)
+        }
+        Some(Ok(TermEvent::Resize(w, h))) => Some(Action::Resize(w, h)),
+        _ => None,
+    }
+}
+
+/// `SCHEDLAB_TRACE=FILE`: append how long each key took from arrival to a drawn screen
+/// (the end-to-end test's latency check).
+struct KeyTrace {
+    file: Option<std::fs::File>,
+    key_at: Option<Instant>,
+}
+
+impl KeyTrace {
+    fn from_env() -> KeyTrace {
+        let file = std::env::var_os("SCHEDLAB_TRACE").and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+        });
+        KeyTrace { file, key_at: None }
+    }
+
+    fn key(&mut self) {
+        self.key_at = Some(Instant::now());
+    }
+
+    fn drawn(&mut self) {
+        if let (Some(t), Some(f)) = (self.key_at.take(), self.file.as_mut()) {
+            use std::io::Write as _;
+            let _ = writeln!(f, "key_to_draw_us {}", t.elapsed().as_micros());
+        }
+    }
+}
+
+/// Carries out the App's effects: on the controller when live, on the player in a replay.
+struct Runner<'a> {
+    source: &'a mut Source,
+    record_dir: &'a std::path::Path,
+    quitting: &'a mut Option<Instant>,
+}
+
+impl Runner<'_> {
+    fn carry_out(&mut self, app: &mut App, effects: Vec<Effect>) {
+        let mut effects: std::collections::VecDeque<Effect> = effects.into();
+        while let Some(effect) = effects.pop_front() {
+            match (&mut *self.source, effect) {
+                (Source::Replay(p), Effect::Pause(paused)) => p.pause(paused),
+                (Source::Replay(p), Effect::Step(n)) => feed(app, p.step(n), &mut effects),
+                (Source::Replay(p), Effect::Seek(s)) => feed(app, p.seek(s), &mut effects),
+                (Source::Replay(_), Effect::Quit) => app.quit = true,
+                (Source::Replay(_), _) => {}
+                (Source::Live { ctl, .. }, effect) => {
+                    let req = match effect {
+                        Effect::Apply(s) => Some(Request::Apply(s)),
+                        Effect::SetInterval(d) => Some(Request::SetInterval(d)),
+                        Effect::Pause(p) => Some(Request::Pause(p)),
+                        Effect::Restart(p) => Some(Request::Restart(p)),
+                        Effect::ToggleRecord => Some(Request::Record(match app.recording {
+                            Some(_) => None,
+                            None => Some(
+                                self.record_dir
+                                    .join(format!("schedlab-{}.jsonl", unix_time())),
+                            ),
+                        })),
+                        Effect::Quit => {
+                            self.quitting.get_or_insert_with(Instant::now);
+                            Some(Request::Quit)
+                        }
+                        // The App only asks for these in a replay.
+                        Effect::Step(_) | Effect::Seek(_) => None,
+                    };
+                    if let Some(req) = req {
+                        let _ = ctl.send(req);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The next news from the controller, or the next due record of a replay.
