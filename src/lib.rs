@@ -1,9 +1,16 @@
 //! schedlab: a workbench that makes the Linux CPU scheduler visible.
 //!
 //! Two paths carry everything, and the module names follow them:
-//! - samples: [`workload`] tasks -> [`sampler`] thread (procfs) -> `Batch` over a channel
-//!   -> [`store`] (counters turned into rates) -> [`report`] / views;
-//! - knobs: `--set` or a key -> [`setting`] -> [`knob`] (syscalls, files) -> result.
+//! - samples: procfs -> [`sampler`] thread -> owned `Batch`es over a channel ->
+//!   [`lab`]`::experiment` -> [`lab`]`::store` (counters turned into rates) ->
+//!   [`report`] (headless) or [`app`] (the workbench's state) -> [`ui`] (drawing);
+//! - knobs: a key ([`app`]) or `--set`/`--at` ([`preset`]`::setting`) ->
+//!   [`lab`]`::experiment::Experiment::apply` -> [`lab`]`::session` -> [`knob`] (task
+//!   syscalls, system files through the journal, cgroup files) -> the kernel.
+//!
+//! [`commands`] has one file per subcommand; [`headless`], [`check`] and [`tui`] drive an
+//! `Experiment`; [`workload`] starts and contains the tasks; [`error`] holds the errors
+//! callers tell apart.
 
 pub mod app;
 pub mod check;

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context};
 use nix::errno::Errno;
 
+use super::files::{errno_of, read_num, read_trimmed, unexpected, write};
 use super::mount::{enable_cpu, ensure_v2_cpu_enabled, CgroupRoot, Version};
 use super::values::{
     parse_quota, shares_as_weight, shares_to_weight, unknown_knob, valid_name, validate,
@@ -14,35 +15,6 @@ use super::values::{
 use crate::error::KnobError;
 use crate::knob::errno::{explain, WriteKind};
 use crate::knob::journal::Journal;
-
-fn errno_of(e: &std::io::Error) -> Errno {
-    e.raw_os_error()
-        .map_or(Errno::UnknownErrno, Errno::from_raw)
-}
-
-fn read_trimmed(path: &Path) -> Result<String, KnobError> {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|e| {
-            KnobError::Refused(format!(
-                "reading {}: {}",
-                path.display(),
-                explain(errno_of(&e), WriteKind::File)
-            ))
-        })
-}
-
-fn read_num<T: std::str::FromStr>(path: &Path) -> Result<T, KnobError> {
-    let text = read_trimmed(path)?;
-    text.parse().map_err(|_| unexpected(path, &text))
-}
-
-fn unexpected(path: &Path, text: &str) -> KnobError {
-    KnobError::Refused(format!(
-        "reading {}: unexpected content \"{text}\"",
-        path.display()
-    ))
-}
 
 const NO_IDLE: &str = "cpu.idle needs Linux 5.15+";
 const NO_RT_GROUP: &str = "this kernel has no RT group scheduling (CONFIG_RT_GROUP_SCHED off)";
@@ -392,23 +364,6 @@ fn scale_up(runtime: u64, base_period: u64, period: u64) -> u64 {
     }
     let scaled = (u128::from(runtime) * u128::from(base_period)).div_ceil(u128::from(period));
     u64::try_from(scaled).unwrap_or(u64::MAX)
-}
-
-/// Write `value` to `path`; a refusal becomes one line: what went where, the errno, and
-/// why — `why` gives a knob-specific reason, else the generic one for file writes.
-pub(super) fn write(
-    path: &Path,
-    value: &str,
-    why: impl Fn(Errno) -> Option<String>,
-) -> Result<(), KnobError> {
-    crate::knob::fs::write_file(path, value).map_err(|e| {
-        let errno = errno_of(&e);
-        let text = match why(errno) {
-            Some(reason) => format!("{errno:?} ({}): {reason}", errno.desc()),
-            None => explain(errno, WriteKind::File),
-        };
-        KnobError::Refused(format!("writing {value} to {}: {text}", path.display()))
-    })
 }
 
 /// mkdir, then journal it at once; a directory that already existed is not ours to remove.

@@ -1,6 +1,7 @@
 //! Per-run cpu-controller cgroups (v1 or v2): find the controller, create groups, set
 //! weight/quota/idle/RT runtime, move tasks.
 
+mod files;
 mod groups;
 mod mount;
 mod values;

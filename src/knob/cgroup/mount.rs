@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use nix::errno::Errno;
 
-use super::groups::write;
+use super::files::write;
 use crate::knob::journal::Journal;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
