@@ -6,24 +6,43 @@ use anyhow::Result;
 
 use super::output::emit;
 use super::prepare::load_preset;
-use crate::preset::{self, setting::Setting};
+use crate::preset::{self, setting::Setting, Preset, TaskGroup};
 
 pub fn presets(name: Option<&str>) -> Result<()> {
-    let mut out = String::new();
-    let Some(name) = name else {
-        for p in preset::list() {
-            match p {
-                Ok(p) => writeln!(out, "{:<16} {}", p.name, p.summary)?,
-                Err(e) => writeln!(out, "{:<16} {e:#}", "(broken)")?,
-            }
-        }
-        if let Some(dir) = preset::user_dir() {
-            writeln!(out, "\nYour own presets go in {}", dir.display())?;
-        }
-        return emit(&out);
+    let text = match name {
+        None => list_presets()?,
+        Some(name) => describe_preset(&load_preset(name)?)?,
     };
-    let p = load_preset(name)?;
+    emit(&text)
+}
+
+/// One line per preset, broken ones included so a typo in a user file is seen.
+fn list_presets() -> Result<String> {
+    let mut out = String::new();
+    for p in preset::list() {
+        match p {
+            Ok(p) => writeln!(out, "{:<16} {}", p.name, p.summary)?,
+            Err(e) => writeln!(out, "{:<16} {e:#}", "(broken)")?,
+        }
+    }
+    if let Some(dir) = preset::user_dir() {
+        writeln!(out, "\nYour own presets go in {}", dir.display())?;
+    }
+    Ok(out)
+}
+
+fn describe_preset(p: &Preset) -> Result<String> {
+    let mut out = String::new();
     writeln!(out, "{} - {}\n(source: {})\n", p.name, p.summary, p.source)?;
+    describe_tasks(&mut out, p)?;
+    describe_knobs(&mut out, p)?;
+    describe_headline(&mut out, p)?;
+    describe_variants(&mut out, p)?;
+    writeln!(out, "\n{}", p.note)?;
+    Ok(out)
+}
+
+fn describe_tasks(out: &mut String, p: &Preset) -> Result<()> {
     writeln!(out, "Tasks:")?;
     for g in &p.groups {
         let count = if g.count == 1 {
@@ -31,24 +50,35 @@ pub fn presets(name: Option<&str>) -> Result<()> {
         } else {
             format!(" x{}", g.count)
         };
-        let mut links = Vec::new();
-        if let Some(s) = &g.stdin {
-            links.push(format!("stdin<-{s}"));
-        }
-        if let Some(s) = &g.stdout {
-            links.push(format!("stdout->{s}"));
-        }
-        if let Some(s) = &g.process {
-            links.push(format!("thread of process {s}"));
-        }
         writeln!(
             out,
             "  {}{count}: {} {}",
             g.name,
             g.program.describe(),
-            links.join(" ")
+            task_links(g)
         )?;
     }
+    Ok(())
+}
+
+/// The pipes and the process a group shares with other groups, space-separated.
+fn task_links(g: &TaskGroup) -> String {
+    let mut links = Vec::new();
+    if let Some(s) = &g.stdin {
+        links.push(format!("stdin<-{s}"));
+    }
+    if let Some(s) = &g.stdout {
+        links.push(format!("stdout->{s}"));
+    }
+    if let Some(s) = &g.process {
+        links.push(format!("thread of process {s}"));
+    }
+    links.join(" ")
+}
+
+/// Every knob with its value; the preset's focus is starred so the reader knows what to
+/// vary first.
+fn describe_knobs(out: &mut String, p: &Preset) -> Result<()> {
     writeln!(out, "\nKnobs (--set TASK.KNOB=VALUE):")?;
     let focus: Vec<&str> = p.focus.iter().map(String::as_str).collect();
     for (k, v) in p.knob_table() {
@@ -59,6 +89,7 @@ pub fn presets(name: Option<&str>) -> Result<()> {
         };
         writeln!(out, "  {star} {k} = {v}")?;
     }
+    // System knobs are not in the task table, so a focus on one would go unseen.
     let sys: Vec<&str> = focus
         .iter()
         .copied()
@@ -72,6 +103,11 @@ pub fn presets(name: Option<&str>) -> Result<()> {
         )?;
     }
     writeln!(out, "  (* = the knobs this experiment is about)")?;
+    Ok(())
+}
+
+/// What a headless run reports as the result, and how much of its start it ignores.
+fn describe_headline(out: &mut String, p: &Preset) -> Result<()> {
     writeln!(
         out,
         "\nHeadline metric: {:?} of {}",
@@ -84,13 +120,17 @@ pub fn presets(name: Option<&str>) -> Result<()> {
             p.warmup.as_secs_f64()
         )?;
     }
-    if !p.variants.is_empty() {
-        writeln!(out, "\nVariants (--variant NAME):")?;
-        for v in &p.variants {
-            let sets: Vec<String> = v.set.iter().map(Setting::to_string).collect();
-            writeln!(out, "  {:<12} {} [{}]", v.name, v.summary, sets.join(" "))?;
-        }
+    Ok(())
+}
+
+fn describe_variants(out: &mut String, p: &Preset) -> Result<()> {
+    if p.variants.is_empty() {
+        return Ok(());
     }
-    writeln!(out, "\n{}", p.note)?;
-    emit(&out)
+    writeln!(out, "\nVariants (--variant NAME):")?;
+    for v in &p.variants {
+        let sets: Vec<String> = v.set.iter().map(Setting::to_string).collect();
+        writeln!(out, "  {:<12} {} [{}]", v.name, v.summary, sets.join(" "))?;
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
@@ -247,6 +247,45 @@ fn metrics_of(r: &RunReport) -> Vec<(String, String, f64)> {
     out
 }
 
+/// Name, unit and value of each metric of one run, in [`metrics_of`] order.
+type RunMetrics = Vec<(String, String, f64)>;
+
+/// Side A's and side B's run of one round; `None` for a run that did not complete.
+type Round = [Option<RunMetrics>; 2];
+
+/// What the runs of a comparison left, before the metrics are set side by side.
+#[derive(Default)]
+struct Runs {
+    rounds: Vec<Round>,
+    warnings: Vec<String>,
+    kernel: Option<String>,
+    cpus: Option<usize>,
+    interrupted: bool,
+    partial_runs: usize,
+    foreign_load_runs: usize,
+}
+
+impl Runs {
+    /// Keeps what the report needs of a completed run; the kernel and CPU count of the
+    /// first one stand for all (they cannot change between runs).
+    fn record(&mut self, r: &RunReport) -> RunMetrics {
+        self.kernel.get_or_insert_with(|| r.kernel.clone());
+        self.cpus.get_or_insert(r.cpus);
+        self.warnings.extend(r.warnings.iter().cloned());
+        self.partial_runs += usize::from(r.partial);
+        self.foreign_load_runs += usize::from(r.foreign_load);
+        metrics_of(r)
+    }
+
+    /// Rounds with both an A and a B run.
+    fn complete(&self) -> usize {
+        self.rounds
+            .iter()
+            .filter(|r| r[0].is_some() && r[1].is_some())
+            .count()
+    }
+}
+
 /// Run `preset` with settings `a`, then `b`, `rounds` times, so that drift of the machine
 /// hits both sides alike. A run cut short by `opts.stop` is left out (it covers a shorter
 /// time than its partner) and ends the comparison.
@@ -266,104 +305,137 @@ pub fn compare(
         prepare_side(preset, opts, &a_full).map_err(|e| anyhow!("--a: {e}"))?,
         prepare_side(preset, opts, &b_full).map_err(|e| anyhow!("--b: {e}"))?,
     ];
-    type RunMetrics = Vec<(String, String, f64)>;
-    let mut results: Vec<[Option<RunMetrics>; 2]> = Vec::new();
-    let mut warnings = Vec::new();
-    let mut kernel = None;
-    let mut cpus = None;
-    let mut interrupted = false;
-    let (mut partial_runs, mut foreign_load_runs) = (0, 0);
-    'rounds: for _ in 0..rounds {
-        let mut round: [Option<RunMetrics>; 2] = [None, None];
-        for (i, (p, o)) in sides.iter().enumerate() {
-            if opts.stop.load(Ordering::Relaxed) {
-                interrupted = true;
-            } else {
-                let r = run(p, o, sys)?;
-                if r.interrupted {
-                    interrupted = true;
-                } else {
-                    kernel.get_or_insert_with(|| r.kernel.clone());
-                    cpus.get_or_insert(r.cpus);
-                    warnings.extend(r.warnings.iter().cloned());
-                    partial_runs += usize::from(r.partial);
-                    foreign_load_runs += usize::from(r.foreign_load);
-                    round[i] = Some(metrics_of(&r));
-                }
+    let mut runs = run_rounds(&sides, rounds, &opts.stop, sys)?;
+    let metrics = metric_stats(&runs.rounds);
+    runs.warnings.extend(regime_warnings(&metrics));
+    dedup(&mut runs.warnings);
+    Ok(CompareReport {
+        preset: preset.name.clone(),
+        kernel: runs
+            .kernel
+            .take()
+            .unwrap_or_else(crate::system::kernel_release),
+        cpus: runs
+            .cpus
+            .unwrap_or_else(|| crate::system::online_cpus().count()),
+        a: a_full.iter().map(Setting::to_string).collect(),
+        b: b_full.iter().map(Setting::to_string).collect(),
+        rounds: runs.complete(),
+        duration_s: opts.duration.as_secs_f64(),
+        metrics,
+        warnings: runs.warnings,
+        partial_runs: runs.partial_runs,
+        foreign_load_runs: runs.foreign_load_runs,
+        interrupted: runs.interrupted,
+    })
+}
+
+/// A B, A B, ... until `rounds` rounds are done or a run is stopped; the round a stop
+/// falls in is kept with the runs it completed.
+fn run_rounds(
+    sides: &[(Preset, RunOptions); 2],
+    rounds: usize,
+    stop: &AtomicBool,
+    sys: &mut SystemKnobs,
+) -> Result<Runs> {
+    let mut runs = Runs::default();
+    for _ in 0..rounds {
+        let mut round: Round = [None, None];
+        for (slot, (p, o)) in round.iter_mut().zip(sides) {
+            match run_unless_stopped(p, o, stop, sys)? {
+                Some(r) => *slot = Some(runs.record(&r)),
+                None => runs.interrupted = true,
             }
-            if interrupted {
-                results.push(round);
-                break 'rounds;
+            if runs.interrupted {
+                break;
             }
         }
-        results.push(round);
+        runs.rounds.push(round);
+        if runs.interrupted {
+            break;
+        }
     }
+    Ok(runs)
+}
 
+/// One run, or `None` if the user stopped the comparison before or during it.
+fn run_unless_stopped(
+    p: &Preset,
+    o: &RunOptions,
+    stop: &AtomicBool,
+    sys: &mut SystemKnobs,
+) -> Result<Option<RunReport>> {
+    if stop.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let r = run(p, o, sys)?;
+    Ok(Some(r).filter(|r| !r.interrupted))
+}
+
+/// Every metric any run has, in the order the runs first name them, on both sides.
+fn metric_stats(rounds: &[Round]) -> Vec<MetricStats> {
     let mut names: Vec<(String, String)> = Vec::new();
-    for (name, unit, _) in results.iter().flatten().flatten().flatten() {
+    for (name, unit, _) in rounds.iter().flatten().flatten().flatten() {
         if !names.iter().any(|(n, _)| n == name) {
             names.push((name.clone(), unit.clone()));
         }
     }
-    let value = |run: &Option<RunMetrics>, name: &str| {
-        run.as_ref()
-            .and_then(|m| m.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| *v))
-    };
-    let metrics = names
+    names
         .into_iter()
-        .map(|(name, unit)| {
-            let a: Vec<f64> = results.iter().filter_map(|r| value(&r[0], &name)).collect();
-            let b: Vec<f64> = results.iter().filter_map(|r| value(&r[1], &name)).collect();
-            let (pa, pb): (Vec<f64>, Vec<f64>) = results
-                .iter()
-                .filter_map(|r| Some((value(&r[0], &name)?, value(&r[1], &name)?)))
-                .unzip();
-            let ratios = ratios(&pa, &pb);
-            MetricStats {
-                ratio_median: stats(&ratios).median,
-                outlier_rounds: outliers(&ratios),
-                ratios,
-                a: stats(&a),
-                b: stats(&b),
-                name,
-                unit,
-            }
-        })
-        .collect::<Vec<MetricStats>>();
-    for m in &metrics {
-        if !m.outlier_rounds.is_empty() {
+        .map(|(name, unit)| metric_across_rounds(rounds, name, unit))
+        .collect()
+}
+
+/// One metric over the rounds. The ratios pair only rounds where both sides have it, so
+/// a missing run does not shift B's values against A's.
+fn metric_across_rounds(rounds: &[Round], name: String, unit: String) -> MetricStats {
+    let value = |run: &Option<RunMetrics>| {
+        run.as_ref()
+            .and_then(|m| m.iter().find(|(n, _, _)| *n == name).map(|(_, _, v)| *v))
+    };
+    let a: Vec<f64> = rounds.iter().filter_map(|r| value(&r[0])).collect();
+    let b: Vec<f64> = rounds.iter().filter_map(|r| value(&r[1])).collect();
+    let (pa, pb): (Vec<f64>, Vec<f64>) = rounds
+        .iter()
+        .filter_map(|r| Some((value(&r[0])?, value(&r[1])?)))
+        .unzip();
+    let ratios = ratios(&pa, &pb);
+    MetricStats {
+        ratio_median: stats(&ratios).median,
+        outlier_rounds: outliers(&ratios),
+        ratios,
+        a: stats(&a),
+        b: stats(&b),
+        name,
+        unit,
+    }
+}
+
+/// A warning for each metric whose rounds split into regimes, naming the odd rounds.
+fn regime_warnings(metrics: &[MetricStats]) -> Vec<String> {
+    metrics
+        .iter()
+        .filter(|m| !m.outlier_rounds.is_empty())
+        .map(|m| {
             let which: Vec<String> = m
                 .outlier_rounds
                 .iter()
                 .map(|&r| format!("round {r} ({})", ratio_text(m.ratios[r - 1])))
                 .collect();
-            warnings.push(format!(
+            format!(
                 "{}: the rounds split into regimes: B/A of {} is more than 25 % from the median {} (every round is shown)",
                 m.name,
                 which.join(", "),
                 ratio_text(m.ratio_median)
-            ));
-        }
-    }
+            )
+        })
+        .collect()
+}
+
+/// Every run repeats the same refusals and load warnings; each is worth saying once.
+fn dedup(warnings: &mut Vec<String>) {
     let mut seen = BTreeSet::new();
     warnings.retain(|w| seen.insert(w.clone()));
-    Ok(CompareReport {
-        preset: preset.name.clone(),
-        kernel: kernel.unwrap_or_else(crate::system::kernel_release),
-        cpus: cpus.unwrap_or_else(|| crate::system::online_cpus().count()),
-        a: a_full.iter().map(Setting::to_string).collect(),
-        b: b_full.iter().map(Setting::to_string).collect(),
-        rounds: results
-            .iter()
-            .filter(|r| r[0].is_some() && r[1].is_some())
-            .count(),
-        duration_s: opts.duration.as_secs_f64(),
-        metrics,
-        warnings,
-        partial_runs,
-        foreign_load_runs,
-        interrupted,
-    })
 }
 
 /// How values in `unit` are shown, given the largest of them: (divide by, unit shown).
@@ -408,6 +480,34 @@ pub fn ratio_text(r: f64) -> String {
 /// The comparison as a table: a row per metric, both sides' min/median/max, the ratio
 /// of each round and their median.
 pub fn render(r: &CompareReport) -> String {
+    let mut out = render_heading(r);
+    let mut rows: Vec<Vec<String>> = vec![TABLE_HEADER.iter().map(|h| h.to_string()).collect()];
+    rows.extend(r.metrics.iter().map(metric_row));
+    out.push_str(&crate::report::align(&rows, |c| {
+        c < 2 || c == PER_ROUND_COLUMN
+    }));
+    out.push_str(&render_warnings(r));
+    out
+}
+
+const TABLE_HEADER: [&str; 10] = [
+    "METRIC",
+    "UNIT",
+    "A MIN",
+    "A MEDIAN",
+    "A MAX",
+    "B MIN",
+    "B MEDIAN",
+    "B MAX",
+    "B/A PER ROUND",
+    "B/A",
+];
+
+/// Left-aligned like the names: it holds a list of ratios, not one number.
+const PER_ROUND_COLUMN: usize = 8;
+
+/// What was compared, where, and how long: the line that says what the numbers mean.
+fn render_heading(r: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -429,67 +529,65 @@ pub fn render(r: &CompareReport) -> String {
     };
     let _ = writeln!(out, "A: {}", side(&r.a));
     let _ = writeln!(out, "B: {}", side(&r.b));
-    let mut rows: Vec<Vec<String>> = vec![[
-        "METRIC",
-        "UNIT",
-        "A MIN",
-        "A MEDIAN",
-        "A MAX",
-        "B MIN",
-        "B MEDIAN",
-        "B MAX",
-        "B/A PER ROUND",
-        "B/A",
+    out
+}
+
+/// One metric's cells, both sides in one display unit so they can be read against
+/// each other.
+fn metric_row(m: &MetricStats) -> Vec<String> {
+    let max = m.a.max.abs().max(m.b.max.abs());
+    let (div, unit) = display_unit(&m.unit, max);
+    let v = |s: &Stats, x: f64| {
+        if s.values.is_empty() {
+            "-".to_string()
+        } else {
+            short(x / div)
+        }
+    };
+    vec![
+        m.name.clone(),
+        unit,
+        v(&m.a, m.a.min),
+        v(&m.a, m.a.median),
+        v(&m.a, m.a.max),
+        v(&m.b, m.b.min),
+        v(&m.b, m.b.median),
+        v(&m.b, m.b.max),
+        per_round_ratios(m),
+        if m.ratios.is_empty() {
+            "-".into()
+        } else {
+            format!("{}x", ratio_text(m.ratio_median))
+        },
     ]
-    .iter()
-    .map(|h| h.to_string())
-    .collect()];
-    for m in &r.metrics {
-        let max = m.a.max.abs().max(m.b.max.abs());
-        let (div, unit) = display_unit(&m.unit, max);
-        let v = |s: &Stats, x: f64| {
-            if s.values.is_empty() {
-                "-".to_string()
-            } else {
-                short(x / div)
-            }
-        };
-        // An odd round is starred: the warning below says which regime it was in.
-        let per_round: Vec<String> = m
-            .ratios
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| {
-                let star = if m.outlier_rounds.contains(&(i + 1)) {
-                    "*"
-                } else {
-                    ""
-                };
-                format!("{}{star}", ratio_text(x))
-            })
-            .collect();
-        rows.push(vec![
-            m.name.clone(),
-            unit,
-            v(&m.a, m.a.min),
-            v(&m.a, m.a.median),
-            v(&m.a, m.a.max),
-            v(&m.b, m.b.min),
-            v(&m.b, m.b.median),
-            v(&m.b, m.b.max),
-            if per_round.is_empty() {
-                "-".into()
-            } else {
-                per_round.join(" ")
-            },
-            if m.ratios.is_empty() {
-                "-".into()
-            } else {
-                format!("{}x", ratio_text(m.ratio_median))
-            },
-        ]);
+}
+
+/// Each round's B/A; an odd round is starred: the warning below says which regime it
+/// was in.
+fn per_round_ratios(m: &MetricStats) -> String {
+    if m.ratios.is_empty() {
+        return "-".into();
     }
-    out.push_str(&crate::report::align(&rows, |c| c < 2 || c == 8));
+    let per_round: Vec<String> = m
+        .ratios
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let star = if m.outlier_rounds.contains(&(i + 1)) {
+                "*"
+            } else {
+                ""
+            };
+            format!("{}{star}", ratio_text(x))
+        })
+        .collect();
+    per_round.join(" ")
+}
+
+/// The warnings, then the verdict if some runs were not the experiment the preset
+/// describes: the numbers above still include them.
+fn render_warnings(r: &CompareReport) -> String {
+    let mut out = String::new();
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -647,6 +745,39 @@ mod tests {
         // Columns line up: the last one is right-aligned, so every row is as long.
         let lens: BTreeSet<usize> = lines[3..7].iter().map(|l| l.chars().count()).collect();
         assert_eq!(lens.len(), 1, "{text}");
+    }
+
+    #[test]
+    fn render_marks_odd_rounds_interruption_and_runs_that_are_not_the_experiment() {
+        let mut r = synthetic();
+        r.rounds = 1;
+        r.interrupted = true;
+        r.a.clear();
+        r.partial_runs = 1;
+        r.foreign_load_runs = 2;
+        let rs = ratios(&[1.0; 4], &[2.21, 0.40, 2.43, 2.21]);
+        r.metrics = vec![MetricStats {
+            name: "writer throughput".into(),
+            unit: "loops/s".into(),
+            a: stats(&[1.0; 4]),
+            b: stats(&[2.21, 0.40, 2.43, 2.21]),
+            ratio_median: stats(&rs).median,
+            outlier_rounds: outliers(&rs),
+            ratios: rs,
+        }];
+        let text = render(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains(": 1 round of A then B, 3.0 s each (interrupted)"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "A: (preset as is)");
+        assert!(lines[4].contains("2.21 0.40* 2.43 2.21"), "{text}");
+        assert!(lines[4].ends_with("2.21x"), "{text}");
+        assert_eq!(
+            lines.last().copied(),
+            Some("=> NOT THE EXPERIMENT in 2 of the runs (1 with a refused setting, 2 under foreign load)")
+        );
     }
 
     #[test]
