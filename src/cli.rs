@@ -154,6 +154,11 @@ pub struct HeadlessArgs {
     /// result is still marked NOT THE EXPERIMENT; without this flag the exit code is 3).
     #[arg(long)]
     pub allow_partial: bool,
+    /// Trace the experiment's tasks with the kernel's sched tracepoints: wakeup-to-run
+    /// latency, run-queue delay after preemption, who preempted them, why they switched
+    /// out (needs root; tracefs is mounted for the run when missing and unmounted after).
+    #[arg(long)]
+    pub trace: bool,
     #[command(flatten)]
     pub settings: SettingsArgs,
     #[command(flatten)]
@@ -247,4 +252,9 @@ pub struct RunArgs {
     /// Plot CPU share, switches and throughput over time, knob changes marked (.png or .svg).
     #[arg(long, value_name = "FILE.png|svg")]
     pub plot: Option<PathBuf>,
+    /// Write the traced switches and wakeups as a timeline for the Perfetto UI
+    /// (ui.perfetto.dev, "Open trace file"): CPU tracks, a track per task, knob changes
+    /// as instant events. Implies --trace.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace_out: Option<PathBuf>,
 }

@@ -85,6 +85,7 @@ pub fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<
     opts.duration = duration;
     opts.interval = interval_d;
     opts.warmup = warmup;
+    opts.trace = headless.trace;
     opts.stop = stop;
     opts.overrides = overrides;
     opts.system_sets = system_sets;

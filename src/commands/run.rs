@@ -27,6 +27,8 @@ pub fn run_command(args: RunArgs) -> Result<()> {
     opts.at = at;
     opts.csv = args.csv.clone();
     opts.record = args.record.clone();
+    opts.trace |= args.trace_out.is_some();
+    opts.trace_out = args.trace_out.clone();
     let result = run(&preset, &opts, &mut system);
     let restored = finish(system);
     let report = result?;

@@ -26,6 +26,7 @@ pub fn tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
         &HeadlessArgs {
             warmup: None,
             allow_partial: true,
+            trace: false,
             settings: settings.clone(),
             system: system.clone(),
         },

@@ -37,6 +37,10 @@ pub struct RunOptions {
     pub record: Option<PathBuf>,
     /// Leave this start-up time out of the summaries; None: the preset's warm-up.
     pub warmup: Option<Duration>,
+    /// Trace the tasks with the sched tracepoints (see `crate::trace`).
+    pub trace: bool,
+    /// Write the trace as a Perfetto timeline here (implies `trace`).
+    pub trace_out: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -52,6 +56,8 @@ impl RunOptions {
             at: Vec::new(),
             record: None,
             warmup: None,
+            trace: false,
+            trace_out: None,
         }
     }
 

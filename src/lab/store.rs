@@ -181,8 +181,12 @@ pub struct TaskSeries {
     pub points: VecDeque<TaskRates>,
     /// Late-credited time not yet shown (see [`Carry`]).
     pub carry: Carry,
-    /// The first sample in which the task was alive, with its time.
+    /// The first sample in which the task was alive, with its time (from the end of the
+    /// warm-up: where the summaries start).
     pub first: Option<(u64, TaskSample)>,
+    /// The very first sample in which the task was alive, warm-up or not: what a trace of
+    /// the whole run is checked against.
+    pub origin: Option<(u64, TaskSample)>,
     /// The latest sample in which the task was alive, with its time.
     pub last: Option<(u64, TaskSample)>,
     pub exited: bool,
@@ -320,6 +324,9 @@ impl Store {
             }
             if series.first.is_none() || restart {
                 series.first = Some((read_at, sample.clone()));
+            }
+            if series.origin.is_none() {
+                series.origin = Some((read_at, sample.clone()));
             }
             match &mut series.last {
                 Some((t, s)) => {
