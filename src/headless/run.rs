@@ -15,6 +15,7 @@ use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::report::build::{run_report, Asked};
 use crate::report::csv::CsvWriter;
+use crate::report::trace::write_timeline;
 use crate::report::RunReport;
 
 /// How a headless run is driven.
@@ -85,6 +86,8 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         retention,
         warmup: opts.warmup_for(preset),
         aggregate: true,
+        // A timeline keeps the whole run's events, up to the tracer's cap.
+        trace: opts.trace.then(|| opts.trace_out.as_ref().map(|_| opts.duration * 2)),
     };
     let mut csv = opts.csv.as_deref().map(CsvWriter::create).transpose()?;
     let mut exp = Experiment::start(preset.clone(), &opts.system_sets, &opts.exe, sys, &lab_opts)?;
@@ -103,14 +106,23 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     if let Some(w) = csv.as_mut() {
         w.flush()?;
     }
-    Ok(run_report(
+    let mut report = run_report(
         &finished,
         &Asked {
             interval_ms: opts.interval.as_secs_f64() * 1000.0,
             overrides: &opts.overrides,
             interrupted,
         },
-    ))
+    );
+    if let Some(path) = &opts.trace_out {
+        if write_timeline(&mut report, &finished, path)?.is_none() {
+            report.warnings.push(format!(
+                "no timeline written to {}: the trace did not run",
+                path.display()
+            ));
+        }
+    }
+    Ok(report)
 }
 
 /// Take in rounds and apply the `--at` changes until the run's time is up, its tasks are
@@ -144,6 +156,7 @@ fn drive(
                     &exp.session().workload.tasks,
                     &polled.batch.tasks,
                     &polled.points,
+                    &exp.store().latest_trace(),
                 )?;
             }
             let last = exp.is_last(&polled.batch);

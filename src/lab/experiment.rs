@@ -18,6 +18,7 @@ use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::sampler::{Batch, Command, Sampler};
+use crate::trace::{TraceBatch, TraceError, TraceFinal, TraceTarget, Tracer};
 use crate::workload::shm::monotonic_ns;
 
 /// How an experiment samples and summarises.
@@ -32,6 +33,9 @@ pub struct Options {
     /// the store (state changes only in its main loop), and aggregating twice would
     /// double the instrument's cost.
     pub aggregate: bool,
+    /// Trace the tasks with the sched tracepoints; `Some(keep)` also keeps the raw
+    /// events of the last `keep` for a timeline.
+    pub trace: Option<Option<Duration>>,
 }
 
 /// A knob change and what came of it.
@@ -70,6 +74,8 @@ pub struct Observer {
 pub struct Polled {
     pub batch: Batch,
     pub points: Vec<(usize, TaskRates)>,
+    /// What the scheduler trace added since the last round (empty when not tracing).
+    pub trace: Vec<TraceBatch>,
 }
 
 /// A running experiment. Dropping it stops the workload (every task and what it forked).
@@ -93,6 +99,13 @@ pub struct Experiment {
     /// When the last round was asked for (CLOCK_MONOTONIC ns).
     last_asked: Option<u64>,
     aggregate: bool,
+    tracer: Option<Tracer>,
+    /// Why tracing was asked for and is not running.
+    trace_error: Option<String>,
+    /// A trace stopped while the experiment goes on (the workbench's `t`).
+    trace_done: Option<TraceFinal>,
+    /// Thread id -> task index, for the trace's batches.
+    tids: Vec<i32>,
 }
 
 const REAP_EVERY: Duration = Duration::from_millis(100);
@@ -113,6 +126,15 @@ impl Experiment {
         let targets = session.sampler_targets();
         let store = Store::new(targets.len(), opts.retention).with_warmup(opts.warmup);
         let started = session.started_info(warnings);
+        let tids: Vec<i32> = session.workload.tasks.iter().map(|t| t.tid).collect();
+        // Before the gate opens, so the trace sees the experiment from its first switch.
+        let (tracer, trace_error) = match opts.trace {
+            Some(keep) => match start_tracer(&session, opts.interval, keep, sys) {
+                Ok(t) => (Some(t), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+            None => (None, None),
+        };
         session.open_gate();
         let start_s = begun.elapsed().as_secs_f64();
         let sampler = Sampler::spawn(
@@ -138,6 +160,10 @@ impl Experiment {
             last_reap: Instant::now(),
             last_asked: None,
             aggregate: opts.aggregate,
+            tracer,
+            trace_error,
+            trace_done: None,
+            tids,
         })
     }
 
@@ -213,7 +239,22 @@ impl Experiment {
             self.store.start_ns.get_or_insert(batch.t_ns);
             Vec::new()
         };
-        Some(Polled { batch, points })
+        let trace: Vec<TraceBatch> = match &self.tracer {
+            Some(t) => std::iter::from_fn(|| t.try_recv()).collect(),
+            None => Vec::new(),
+        };
+        if self.aggregate {
+            for tb in &trace {
+                let tids = &self.tids;
+                self.store
+                    .push_trace(tb, |tid| tids.iter().position(|&t| t == tid));
+            }
+        }
+        Some(Polled {
+            batch,
+            points,
+            trace,
+        })
     }
 
     /// Hand a batch back so the sampler can reuse its buffers.
@@ -235,6 +276,43 @@ impl Experiment {
         });
         let last = self.events.len() - 1;
         &self.events[last]
+    }
+
+    /// Whether the scheduler trace runs, and why not when it was asked for and refused.
+    pub fn tracing(&self) -> (bool, Option<&str>) {
+        (self.tracer.is_some(), self.trace_error.as_deref())
+    }
+
+    /// Start or stop the scheduler trace while the experiment runs (the workbench's
+    /// `t`); a refusal is the error, and the experiment goes on without it.
+    pub fn set_tracing(
+        &mut self,
+        on: bool,
+        keep: Option<Duration>,
+        interval: Duration,
+        sys: &mut SystemKnobs,
+    ) -> Result<(), TraceError> {
+        match (on, self.tracer.take()) {
+            (true, Some(t)) => self.tracer = Some(t),
+            (true, None) => match start_tracer(&self.session, interval, keep, sys) {
+                Ok(t) => {
+                    self.tracer = Some(t);
+                    self.trace_error = None;
+                }
+                Err(e) => {
+                    self.trace_error = Some(e.to_string());
+                    return Err(e);
+                }
+            },
+            (false, Some(t)) => self.trace_done = Some(t.stop()),
+            (false, None) => {}
+        }
+        Ok(())
+    }
+
+    /// The raw events of a trace stopped with [`Experiment::set_tracing`], if any.
+    pub fn stopped_trace(&self) -> Option<&TraceFinal> {
+        self.trace_done.as_ref()
     }
 
     pub fn set_interval(&self, d: Duration) {
@@ -279,15 +357,27 @@ impl Experiment {
         let Experiment {
             mut session,
             sampler,
-            store,
+            mut store,
             events,
             started,
             cpu_at_start,
             rounds,
             sampler_ns,
             start_s,
+            tracer,
+            trace_error,
+            trace_done,
+            tids,
+            aggregate,
             ..
         } = self;
+        // First: the teardown's kills are not part of the experiment.
+        let mut trace = tracer.map(Tracer::stop).or(trace_done);
+        if let (Some(t), true) = (trace.as_mut(), aggregate) {
+            for tb in std::mem::take(&mut t.pending) {
+                store.push_trace(&tb, |tid| tids.iter().position(|&x| x == tid));
+            }
+        }
         // Before the sampler thread ends: its CPU time goes with it.
         let cpu_ns = crate::system::own_cpu_ns().saturating_sub(cpu_at_start);
         drop(sampler);
@@ -311,6 +401,8 @@ impl Experiment {
             events,
             started,
             observer,
+            trace,
+            trace_error,
         }
     }
 }
@@ -323,4 +415,28 @@ pub struct Finished {
     pub events: Vec<KnobEvent>,
     pub started: Started,
     pub observer: Observer,
+    /// The scheduler trace, when one ran.
+    pub trace: Option<TraceFinal>,
+    /// Why tracing was asked for and did not run.
+    pub trace_error: Option<String>,
+}
+
+/// Trace `session`'s tasks on every online CPU (they may run anywhere the kernel lets
+/// them; the preemptors that matter are on the same CPUs).
+fn start_tracer(
+    session: &Session,
+    interval: Duration,
+    keep: Option<Duration>,
+    sys: &mut SystemKnobs,
+) -> Result<Tracer, TraceError> {
+    let targets = session
+        .workload
+        .tasks
+        .iter()
+        .map(|t| TraceTarget {
+            tid: t.tid,
+            name: t.name.clone(),
+        })
+        .collect();
+    Tracer::start(&session.online, targets, interval, keep, &mut sys.journal)
 }

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use crate::cpuset::CpuSet;
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
+use crate::trace::{TaskInterval, TraceBatch};
 use crate::workload::histogram::Histogram;
 
 /// Rates of one task over one interval (or a whole run).
@@ -228,6 +229,11 @@ pub struct Store {
     warmup_ns: u64,
     /// Whether the summaries' starting point has moved past the warm-up.
     settled: bool,
+    /// What the scheduler trace saw per task per interval (empty when not tracing).
+    pub trace: Vec<VecDeque<(f64, TaskInterval)>>,
+    /// Trace events handled and lost so far.
+    pub trace_events: u64,
+    pub trace_lost: u64,
 }
 
 impl Store {
@@ -249,7 +255,30 @@ impl Store {
             retention: retention.max(2),
             warmup_ns: 0,
             settled: true,
+            trace: vec![VecDeque::new(); tasks],
+            trace_events: 0,
+            trace_lost: 0,
         }
+    }
+
+    /// Take in a trace interval; `index_of` maps a traced thread id to its task.
+    pub fn push_trace(&mut self, batch: &TraceBatch, index_of: impl Fn(i32) -> Option<usize>) {
+        let t_s = self.t_s(batch.t_ns);
+        self.trace_events += batch.events;
+        self.trace_lost += batch.lost;
+        for interval in &batch.tasks {
+            if let Some(series) = index_of(interval.tid).and_then(|i| self.trace.get_mut(i)) {
+                push_bounded(series, (t_s, *interval), self.retention);
+            }
+        }
+    }
+
+    /// The latest trace interval of each task (None: not traced, or nothing yet).
+    pub fn latest_trace(&self) -> Vec<Option<TaskInterval>> {
+        self.trace
+            .iter()
+            .map(|s| s.back().map(|(_, i)| *i))
+            .collect()
     }
 
     /// Leave the first `warmup` of the run out of the whole-run summaries.

@@ -66,6 +66,7 @@ fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
         ideal_share: None,
         state: "running".into(),
         exit: None,
+        sched: None,
     }
 }
 
@@ -172,6 +173,7 @@ fn run_report(n: usize, unit: &str) -> RunReport {
         partial: false,
         foreign_load: false,
         observer: Default::default(),
+        trace: None,
         series: RunSeries {
             tasks: names,
             points,

@@ -93,9 +93,11 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         events: f.events.iter().map(event_report).collect(),
         interrupted: asked.interrupted,
         observer: f.observer,
+        trace: None,
         series: series(store, workload),
     };
     flag_foreign_load(&mut report, store, workload);
+    super::trace::add_trace(&mut report, f);
     report
 }
 
@@ -172,6 +174,7 @@ fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload
         ideal_share: None,
         state: if series.exited { "exited" } else { "running" }.into(),
         exit: exit.map(|s| s.to_string()),
+        sched: None,
     }
 }
 

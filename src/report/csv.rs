@@ -12,6 +12,7 @@ use crate::lab::experiment::KnobEvent;
 use crate::lab::store::TaskRates;
 use crate::sampler::parse::policy_name;
 use crate::sampler::TaskSample;
+use crate::trace::TaskInterval;
 use crate::workload::RunningTask;
 
 /// One row of the CSV time series: a task's sample, or (with `event` set and the
@@ -32,6 +33,12 @@ struct CsvRow<'a> {
     pub involuntary_per_s: Option<f64>,
     pub migrations_per_s: Option<f64>,
     pub progress_per_s: Option<f64>,
+    /// The scheduler trace's latest interval for the task (with --trace).
+    pub trace_wakeup_p50_us: Option<f64>,
+    pub trace_wakeup_p99_us: Option<f64>,
+    pub trace_runq_p99_us: Option<f64>,
+    pub trace_preempted: Option<u64>,
+    pub trace_blocked: Option<u64>,
     pub event: String,
 }
 
@@ -53,6 +60,11 @@ impl<'a> CsvRow<'a> {
             involuntary_per_s: None,
             migrations_per_s: None,
             progress_per_s: None,
+            trace_wakeup_p50_us: None,
+            trace_wakeup_p99_us: None,
+            trace_runq_p99_us: None,
+            trace_preempted: None,
+            trace_blocked: None,
             event: format!("{} ({})", e.setting, e.result),
         }
     }
@@ -71,17 +83,19 @@ impl CsvWriter {
         })
     }
 
-    /// The rows of one round's new points.
+    /// The rows of one round's new points, with each task's latest trace interval.
     pub fn samples(
         &mut self,
         tasks: &[RunningTask],
         samples: &[TaskSample],
         points: &[(usize, TaskRates)],
+        trace: &[Option<TaskInterval>],
     ) -> Result<()> {
         for (id, r) in points {
             let (Some(task), Some(sample)) = (tasks.get(*id), samples.get(*id)) else {
                 continue;
             };
+            let tr = trace.get(*id).copied().flatten();
             self.w.serialize(CsvRow {
                 t_s: (r.t_s * 1000.0).round() / 1000.0,
                 task: &task.name,
@@ -97,6 +111,11 @@ impl CsvWriter {
                 involuntary_per_s: Some(r.involuntary_per_s),
                 migrations_per_s: r.migrations_per_s,
                 progress_per_s: Some(r.progress_per_s),
+                trace_wakeup_p50_us: tr.map(|t| t.wakeup_p50_us),
+                trace_wakeup_p99_us: tr.map(|t| t.wakeup_p99_us),
+                trace_runq_p99_us: tr.map(|t| t.runq_p99_us),
+                trace_preempted: tr.map(|t| t.preempted),
+                trace_blocked: tr.map(|t| t.blocked),
                 event: String::new(),
             })?;
         }

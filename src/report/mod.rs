@@ -7,6 +7,7 @@ use serde::Serialize;
 
 pub mod build;
 pub mod csv;
+pub mod trace;
 
 pub use crate::lab::experiment::Observer;
 use crate::workload::histogram::Percentiles;
@@ -39,6 +40,9 @@ pub struct TaskReport {
     pub state: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<String>,
+    /// What the scheduler trace saw (with --trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched: Option<trace::SchedReport>,
 }
 
 /// The preset's one number, with its meaning.
@@ -126,6 +130,9 @@ pub struct RunReport {
     pub interrupted: bool,
     /// What measuring cost: schedlab's own CPU time while the experiment ran.
     pub observer: Observer,
+    /// The scheduler trace as a whole (with --trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<trace::TraceReport>,
     /// The sampled time series (for plots and recordings; the CSV has it too).
     #[serde(skip)]
     pub series: RunSeries,
@@ -256,6 +263,7 @@ pub fn render_table(r: &RunReport) -> String {
     write_cpus(&mut out, &r.metrics);
     write_stages(&mut out, &r.metrics);
     write_latency(&mut out, &r.metrics);
+    trace::write_table(&mut out, r);
     for e in &r.events {
         let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
     }

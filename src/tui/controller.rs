@@ -151,6 +151,7 @@ impl Controller {
             retention: 1,
             warmup: Duration::ZERO,
             aggregate: false,
+            trace: None,
         };
         match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
             Ok(mut exp) => {

@@ -1,0 +1,278 @@
+//! The scheduler trace in a run's report: per task what the tracepoints saw, checked
+//! against /proc's own switch counters in the same run, the tracer's cost, and the
+//! timeline export for the Perfetto UI.
+
+use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::RunReport;
+use crate::lab::experiment::{Finished, KnobEvent};
+use crate::lab::store::Store;
+use crate::timeline::{write_chrome_json, Summary, TimelineEvent, TimelineInput};
+use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal};
+
+/// One task as the trace saw it, beside the kernel's own counters of the same run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchedReport {
+    #[serde(flatten)]
+    pub trace: TaskSched,
+    /// Switches /proc/PID/sched counted over the whole run (nr_switches): the
+    /// independent reference for `switches_in`.
+    pub procfs_switches: Option<u64>,
+    /// Voluntary switches (the task blocked): each is followed by one wakeup.
+    pub procfs_voluntary: Option<u64>,
+    /// switches_in / procfs_switches: 1.00 when the trace saw every switch.
+    pub switches_vs_procfs: Option<f64>,
+}
+
+/// The trace as a whole: how much it handled, lost and cost.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TraceReport {
+    /// Events decoded (every task on the traced CPUs, not only the experiment's).
+    pub events: u64,
+    pub events_per_s: f64,
+    /// Records the kernel could not write because a ring was full: counts are low by
+    /// about this many.
+    pub lost: u64,
+    pub undecodable: u64,
+    /// The tracer thread's own CPU time, in seconds and per event.
+    pub tracer_cpu_s: f64,
+    pub tracer_ns_per_event: f64,
+    /// The Perfetto timeline written, if asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<String>,
+}
+
+/// Add the trace to `report`: a `sched` object per task and a `trace` summary, and say
+/// in the warnings when tracing was refused, failed or lost events.
+pub fn add_trace(report: &mut RunReport, f: &Finished) {
+    if let Some(why) = &f.trace_error {
+        report.warnings.push(format!(
+            "tracing refused: {why}; the run went on without it"
+        ));
+    }
+    let Some(trace) = &f.trace else {
+        return;
+    };
+    if let Some(why) = &trace.failure {
+        report.warnings.push(format!(
+            "tracing stopped mid-run: {why}; the trace's counts are incomplete"
+        ));
+    }
+    if trace.lost > 0 {
+        report.warnings.push(format!(
+            "the trace lost {} events (its rings were full): its counts are low by about that many",
+            trace.lost
+        ));
+    }
+    // The report's tasks are the workload's, in order: the same index as the store's.
+    for (id, task) in report.tasks.iter_mut().enumerate() {
+        if let Some(t) = trace.tasks.iter().find(|t| t.tid == task.tid) {
+            task.sched = Some(sched_report(&f.store, id, t));
+        }
+    }
+    let secs = trace.elapsed_ns as f64 / 1e9;
+    report.trace = Some(TraceReport {
+        events: trace.handled,
+        events_per_s: if secs > 0.0 {
+            trace.handled as f64 / secs
+        } else {
+            0.0
+        },
+        lost: trace.lost,
+        undecodable: trace.undecodable,
+        tracer_cpu_s: trace.cpu_ns as f64 / 1e9,
+        tracer_ns_per_event: trace.cpu_ns as f64 / trace.handled.max(1) as f64,
+        timeline: None,
+    });
+}
+
+fn sched_report(store: &Store, id: usize, t: &TaskSched) -> SchedReport {
+    let series = store.tasks.get(id);
+    let delta = |f: fn(&crate::sampler::TaskSample) -> Option<u64>| {
+        let series = series?;
+        let (_, first) = series.origin.as_ref()?;
+        let (_, last) = series.last.as_ref()?;
+        Some(f(last)?.saturating_sub(f(first)?))
+    };
+    let procfs_switches = delta(|s| s.sched.nr_switches);
+    SchedReport {
+        trace: t.clone(),
+        procfs_switches,
+        procfs_voluntary: delta(|s| s.sched.nr_voluntary_switches),
+        switches_vs_procfs: procfs_switches
+            .filter(|&n| n > 0)
+            .map(|n| t.switches_in as f64 / n as f64),
+    }
+}
+
+/// Write the kept events as a Chrome JSON trace (Perfetto opens it), knob changes
+/// marked; the path goes into the report.
+pub fn write_timeline(
+    report: &mut RunReport,
+    f: &Finished,
+    path: &Path,
+) -> Result<Option<Summary>> {
+    let Some(trace) = &f.trace else {
+        return Ok(None);
+    };
+    let summary = timeline(trace, &f.events, f.store.start_ns.unwrap_or(0), &report.preset, path)?;
+    if let Some(t) = report.trace.as_mut() {
+        t.timeline = Some(path.display().to_string());
+    }
+    Ok(Some(summary))
+}
+
+/// The timeline of `trace` with `events` (knob changes, on the samples' clock from
+/// `start_ns`) as marks.
+pub fn timeline(
+    trace: &TraceFinal,
+    events: &[KnobEvent],
+    start_ns: u64,
+    title: &str,
+    path: &Path,
+) -> Result<Summary> {
+    let mut names: BTreeMap<i32, String> = BTreeMap::new();
+    for t in &trace.tasks {
+        names.insert(t.tid, t.name.clone());
+    }
+    let timeline: Vec<TimelineEvent> = trace
+        .events_kept
+        .iter()
+        .filter_map(|e| timeline_event(e, &mut names))
+        .collect();
+    let targets: Vec<i32> = trace.tasks.iter().map(|t| t.tid).collect();
+    let marks: Vec<(u64, String)> = events
+        .iter()
+        .map(|e| {
+            let t_ns = start_ns + (e.t_s * 1e9) as u64;
+            let result = match &e.result {
+                Ok(v) => format!("ok: {v}"),
+                Err(err) => format!("refused: {err}"),
+            };
+            (t_ns, format!("{} -> {result}", e.setting))
+        })
+        .collect();
+    let file = crate::state::create_new(path)
+        .with_context(|| format!("creating the timeline {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    let summary = write_chrome_json(
+        &TimelineInput {
+            events: &timeline,
+            names: &names,
+            targets: &targets,
+            marks: &marks,
+            title,
+        },
+        &mut out,
+    )
+    .with_context(|| format!("writing the timeline {}", path.display()))?;
+    std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
+    Ok(summary)
+}
+
+/// One traced event for the timeline; switches also name the tasks they show.
+fn timeline_event(e: &SchedEvent, names: &mut BTreeMap<i32, String>) -> Option<TimelineEvent> {
+    Some(match e.kind {
+        EventKind::Switch {
+            prev_pid,
+            prev_state,
+            next_pid,
+            prev_comm,
+            next_comm,
+        } => {
+            for (pid, comm) in [(prev_pid, prev_comm), (next_pid, next_comm)] {
+                if pid != 0 {
+                    names.entry(pid).or_insert_with(|| comm_str(&comm));
+                }
+            }
+            TimelineEvent::Switch {
+                t_ns: e.t_ns,
+                cpu: e.cpu,
+                prev: prev_pid,
+                next: next_pid,
+                prev_runnable: prev_state & 0xff == 0,
+            }
+        }
+        EventKind::Waking {
+            pid,
+            waker,
+            target_cpu,
+        } => TimelineEvent::Waking {
+            t_ns: e.t_ns,
+            cpu: e.cpu,
+            pid,
+            waker,
+            target_cpu,
+        },
+        EventKind::Migrate {
+            pid,
+            orig_cpu,
+            dest_cpu,
+        } => TimelineEvent::Migrate {
+            t_ns: e.t_ns,
+            pid,
+            orig_cpu,
+            dest_cpu,
+        },
+        EventKind::Wakeup { .. } => return None,
+    })
+}
+
+/// The trace's part of the readable table: one row per traced task, then the cost.
+pub fn write_table(out: &mut String, r: &RunReport) {
+    use std::fmt::Write as _;
+    let Some(t) = &r.trace else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "scheduler trace: {} events ({:.0}/s), {} lost, tracer {:.0} ns/event",
+        t.events, t.events_per_s, t.lost, t.tracer_ns_per_event
+    );
+    let mut rows: Vec<Vec<String>> = vec![[
+        "  task",
+        "switches",
+        "vs /proc",
+        "preempted",
+        "blocked",
+        "wakeup p50/p99/max us",
+        "runq p99 us",
+        "top preemptor",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for task in &r.tasks {
+        let Some(s) = &task.sched else { continue };
+        let w = &s.trace.wakeup_latency;
+        let top = s
+            .trace
+            .preemptors
+            .first()
+            .map_or("-".to_string(), |p| format!("{} x{}", p.comm, p.count));
+        rows.push(vec![
+            format!("  {}", task.name),
+            s.trace.switches_in.to_string(),
+            s.switches_vs_procfs
+                .map_or("-".to_string(), |x| format!("{x:.3}")),
+            s.trace.preempted.to_string(),
+            s.trace.blocked.to_string(),
+            if w.count == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}/{:.1}/{:.1}", w.p50_us, w.p99_us, w.max_us)
+            },
+            if s.trace.runq_delay.count == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}", s.trace.runq_delay.p99_us)
+            },
+            top,
+        ]);
+    }
+    out.push_str(&super::align(&rows, |c| c == 0 || c == 7));
+}
