@@ -29,6 +29,7 @@ pub mod report;
 pub mod sampler;
 pub mod state;
 pub mod system;
+pub mod trace;
 pub mod tui;
 pub mod ui;
 pub mod workload;
