@@ -276,8 +276,13 @@ impl Tracer {
         }
         let root = tracefs::ensure(journal)?;
         let formats = tracefs::read_formats(&root)?;
+        // The decoder's messages start with the tracepoint's name.
         let decoder = Decoder::new(&formats).map_err(|why| TraceError::BadFormat {
-            name: "sched".into(),
+            name: why
+                .split([' ', ':'])
+                .next()
+                .unwrap_or("sched_switch")
+                .to_string(),
             why,
         })?;
         let ids: Vec<ring::TracepointId> = formats

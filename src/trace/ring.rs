@@ -31,6 +31,8 @@ pub struct CpuRing {
     pub cpu: u32,
     /// sched_switch first (it owns the ring), then the redirected tracepoints.
     counters: Vec<Counter>,
+    /// Their tracepoints' names, for messages.
+    names: Vec<String>,
     /// The context-switch record event, if this kernel has one (Linux 4.3+).
     switch_records: Option<Counter>,
     map: memmap2::MmapRaw,
@@ -134,6 +136,7 @@ impl CpuRing {
         Ok(CpuRing {
             cpu,
             counters,
+            names: tracepoints.iter().map(|t| t.name.clone()).collect(),
             switch_records,
             map,
             data_offset,
@@ -154,8 +157,8 @@ impl CpuRing {
             // Optional: without it only switches from idle may be missed.
             let _ = c.enable();
         }
-        for c in self.counters.iter_mut().rev() {
-            c.enable().map_err(|e| open_error("enable", cpu, &e))?;
+        for (c, name) in self.counters.iter_mut().zip(&self.names).rev() {
+            c.enable().map_err(|e| open_error(name, cpu, &e))?;
         }
         Ok(())
     }
