@@ -30,6 +30,7 @@ pub mod sampler;
 pub mod state;
 pub mod system;
 pub mod timeline;
+pub mod trace;
 pub mod tui;
 pub mod ui;
 pub mod workload;

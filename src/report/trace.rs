@@ -120,7 +120,13 @@ pub fn write_timeline(
     let Some(trace) = &f.trace else {
         return Ok(None);
     };
-    let summary = timeline(trace, &f.events, f.store.start_ns.unwrap_or(0), &report.preset, path)?;
+    let summary = timeline(
+        trace,
+        &f.events,
+        f.store.start_ns.unwrap_or(0),
+        &report.preset,
+        path,
+    )?;
     if let Some(t) = report.trace.as_mut() {
         t.timeline = Some(path.display().to_string());
     }

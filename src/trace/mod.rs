@@ -1,0 +1,763 @@
+//! Scheduler tracepoints for the experiment's tasks: sched_switch, sched_waking,
+//! sched_wakeup(_new) and sched_migrate_task on every traced CPU, read from perf ring
+//! buffers by one thread ("schedlab-trace") and turned into per-task counts, wakeup
+//! latencies, run-queue delays and preemptors.
+//!
+//! The path: tracefs.rs finds (or mounts, journaled) tracefs and reads the format files;
+//! format.rs parses them; ring.rs opens one perf event per tracepoint per CPU, all of a
+//! CPU's in one ring; decode.rs turns raw samples into [`SchedEvent`]s using the parsed
+//! offsets; order.rs merges the CPUs' streams by time; stats.rs aggregates the targets.
+//!
+//! Ordering: each CPU's ring is in time order; the CPUs' streams of target events are
+//! merged by time (order.rs) up to a horizon 2 ms behind the drain's clock reading, so
+//! the aggregation sees one ordered stream (it also survives a stray late event, see
+//! stats.rs). Events of non-targets are only counted, in read order.
+//!
+//! The idle gap: some kernels (the project's 6.18 VMs) deliver no perf event raised
+//! while the idle task runs, so a switch from idle to a task never arrives as a
+//! sched_switch, nor does a wake-up raised in an idle CPU's interrupt. A sixth event
+//! per CPU asks for perf's context-switch records, which the incoming task writes: a
+//! switch-in after idle that no sched_switch showed becomes a Switch event (counted in
+//! [`TraceFinal::idle_switches_filled`]); a kernel that proves it shows them stops the
+//! records. A sleeping task switched in without a wake-up seen still counts one, as
+//! [`TaskSched::wakeups_unseen`], without a latency.
+//!
+//! What it costs: the kernel writes one ~100-byte record per event into a per-CPU ring
+//! (plus two 40-byte context-switch records per switch where the idle gap needs them);
+//! the tracer thread drains every ring every 10 ms (or when one is a quarter full) with
+//! no system call per event and no allocation per event once its queues have grown.
+//! schedlab's own threads, the tracer included, are traced like any task but counted
+//! only if they are targets.
+
+mod decode;
+mod format;
+mod order;
+mod ring;
+mod stats;
+mod tracefs;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use decode::{Decoder, SchedFormats, Undecodable, TRACEPOINTS};
+pub use format::{Field, Format, FormatError};
+pub use ring::RING_PAGES;
+pub use stats::{comm_str, Aggregator, HIST_HIGH_NS};
+
+use crate::workload::shm::monotonic_ns;
+
+/// A task to account: its thread id and the name to report it under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceTarget {
+    pub tid: i32,
+    pub name: String,
+}
+
+/// One decoded scheduler event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedEvent {
+    /// CLOCK_MONOTONIC nanoseconds (the perf events use clockid CLOCK_MONOTONIC), so
+    /// times compare with schedlab's `monotonic_ns()`.
+    pub t_ns: u64,
+    pub cpu: u32,
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// sched_waking: `pid` is being woken by `waker` (common_pid, the task running on `cpu`).
+    Waking {
+        pid: i32,
+        waker: i32,
+        target_cpu: i32,
+    },
+    /// sched_wakeup and sched_wakeup_new: `pid` is runnable on `target_cpu`.
+    Wakeup { pid: i32, target_cpu: i32 },
+    /// sched_switch. `prev_state & 0xff == 0` means prev was still runnable ("R", or
+    /// "R+" = 0x100 when preempted).
+    Switch {
+        prev_pid: i32,
+        prev_state: i64,
+        next_pid: i32,
+        prev_comm: [u8; 16],
+        next_comm: [u8; 16],
+    },
+    Migrate {
+        pid: i32,
+        orig_cpu: i32,
+        dest_cpu: i32,
+    },
+}
+
+/// Latency percentiles in microseconds. From hdrhistogram with 3 significant digits:
+/// each percentile is within 0.1 % of the true sample value (and never above `max_us`,
+/// which is exact); values past 10 s count as 10 s in the percentiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+/// A task that was switched in when a target was preempted.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Preemptor {
+    pub comm: String,
+    pub pid: i32,
+    pub count: u64,
+}
+
+/// Per task, over the whole trace.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TaskSched {
+    pub tid: i32,
+    pub name: String,
+    pub switches_in: u64,
+    /// sched_wakeup and sched_wakeup_new events of the task, plus `wakeups_unseen`.
+    pub wakeups: u64,
+    /// Wake-ups inferred without an event: the task switched in from a sleep and no
+    /// sched_wakeup was seen (see [`TraceFinal::idle_switches_filled`]). They have no
+    /// wakeup latency.
+    pub wakeups_unseen: u64,
+    /// Switched out while runnable (prev_state & 0xff == 0, i.e. "R"/"R+").
+    pub preempted: u64,
+    /// Switched out sleeping.
+    pub blocked: u64,
+    pub migrations: u64,
+    /// sched_waking -> switched in.
+    pub wakeup_latency: LatencySummary,
+    /// Preempted (switched out runnable) -> switched in again.
+    pub runq_delay: LatencySummary,
+    /// Who was switched in when this task was preempted, top 5 by count.
+    pub preemptors: Vec<Preemptor>,
+}
+
+/// What one interval added (for live graphs and the CSV).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceBatch {
+    /// The interval's end: events before this time are in this batch or an earlier one.
+    pub t_ns: u64,
+    pub tasks: Vec<TaskInterval>,
+    /// Events decoded in the interval (all tasks, not only targets; those of
+    /// non-targets are counted when read, up to ~12 ms after their time).
+    pub events: u64,
+    /// Records the kernel reported lost since the previous batch.
+    pub lost: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskInterval {
+    pub tid: i32,
+    pub switches_in: u64,
+    pub wakeups: u64,
+    pub preempted: u64,
+    pub blocked: u64,
+    /// 0 when the interval had no sample.
+    pub wakeup_p50_us: f64,
+    pub wakeup_p99_us: f64,
+    pub runq_p50_us: f64,
+    pub runq_p99_us: f64,
+}
+
+/// At the end.
+pub struct TraceFinal {
+    pub tasks: Vec<TaskSched>,
+    /// The last `keep` window, oldest first, only events touching a target (as
+    /// prev/next/pid/waker); at most [`KEEP_MAX_EVENTS`] of them.
+    pub events_kept: Vec<SchedEvent>,
+    /// Events decoded and accounted (all tasks).
+    pub handled: u64,
+    /// Records the kernel could not write because a ring was full.
+    pub lost: u64,
+    /// The tracer thread's own CPU time.
+    pub cpu_ns: u64,
+    pub elapsed_ns: u64,
+    /// Batches not taken with `try_recv` before `stop`, the last one the partial
+    /// interval up to the stop.
+    pub pending: Vec<TraceBatch>,
+    /// Samples that could not be decoded (short or of an unknown tracepoint).
+    pub undecodable: u64,
+    /// Events that reached the tracer after later events had been accounted (each is
+    /// still counted; a latency across it may be missed).
+    pub late: u64,
+    /// Switches from the idle task to a task that this kernel did not deliver as
+    /// sched_switch (some kernels deliver no perf event raised in the idle task) and
+    /// that were taken from perf's context-switch records instead (their next_comm is
+    /// empty). Non-zero means wake-ups raised on an idle CPU (a timer expiring there)
+    /// are not seen either: see [`TaskSched::wakeups_unseen`].
+    pub idle_switches_filled: u64,
+    /// Set if the tracer thread died; the totals are then empty.
+    pub failure: Option<String>,
+}
+
+/// Why tracing could not start. One line each: what is wrong and what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceError {
+    #[error("scheduler tracing needs root: perf_event_paranoid is {paranoid} here, so system-wide tracepoint events are refused to other users (run schedlab as root, or set /proc/sys/kernel/perf_event_paranoid to -1 and make tracefs readable)")]
+    NotRoot { paranoid: String },
+    #[error("tracefs is not mounted and could not be mounted on {target}: {why} (mount it with `mount -t tracefs nodev {target}`)")]
+    NoTracefs { target: String, why: String },
+    #[error(
+        "tracepoint sched/{name} is missing ({path}: {why}); this kernel was built without it"
+    )]
+    MissingTracepoint {
+        name: String,
+        path: String,
+        why: String,
+    },
+    #[error("tracepoint sched/{name}: its format file cannot be used: {why}")]
+    BadFormat { name: String, why: String },
+    #[error("perf_event_open for sched/{tracepoint} on CPU {cpu} was refused: {why}")]
+    PerfOpen {
+        tracepoint: String,
+        cpu: u32,
+        errno: i32,
+        why: String,
+    },
+    #[error("mapping the {kib} KiB perf ring of CPU {cpu} failed: {why}")]
+    Ring { cpu: u32, kib: u64, why: String },
+    #[error("no CPUs to trace: the CPU set is empty")]
+    NoCpus,
+    #[error("tracefs could not be journaled: {0}")]
+    Journal(String),
+    #[error("the tracer thread could not be started: {0}")]
+    Thread(String),
+}
+
+/// At most this many events are kept for `events_kept` (72 bytes each: 72 MiB); past
+/// it the oldest go even inside the window.
+pub const KEEP_MAX_EVENTS: usize = 1 << 20;
+/// How often the rings are drained (or more often when an interval is shorter).
+const DRAIN_PERIOD_NS: u64 = 10_000_000;
+/// How far behind the drain's clock reading events are released: the kernel takes an
+/// event's timestamp a moment before its record is visible in the ring.
+const SLACK_NS: u64 = 2_000_000;
+/// The shortest interval between batches.
+const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The running tracer: a thread named "schedlab-trace" that owns the rings.
+pub struct Tracer {
+    stop: Arc<AtomicBool>,
+    rx: mpsc::Receiver<TraceBatch>,
+    thread: Option<std::thread::JoinHandle<TraceFinal>>,
+    started_ns: u64,
+    targets: Vec<TraceTarget>,
+}
+
+impl Tracer {
+    /// Mount tracefs if needed (journaled first-success like mount_debugfs; leave it
+    /// mounted only through the journal), read each tracepoint's id and format, open one
+    /// perf event per tracepoint per CPU in `cpus` (all pids, that CPU), mmap the rings,
+    /// start the thread. Events start flowing at once.
+    ///
+    /// `interval` is clamped to at least 1 ms. `keep`: how much of the end of the trace
+    /// to return as raw events in [`TraceFinal::events_kept`] (None: none).
+    pub fn start(
+        cpus: &crate::cpuset::CpuSet,
+        targets: Vec<TraceTarget>,
+        interval: Duration,
+        keep: Option<Duration>,
+        journal: &mut crate::knob::journal::Journal,
+    ) -> Result<Tracer, TraceError> {
+        if cpus.is_empty() {
+            return Err(TraceError::NoCpus);
+        }
+        let paranoid = ring::paranoid();
+        if !nix::unistd::geteuid().is_root() && paranoid.is_none_or(|p| p > -1) {
+            return Err(TraceError::NotRoot {
+                paranoid: paranoid.map_or("unreadable".into(), |p| p.to_string()),
+            });
+        }
+        let root = tracefs::ensure(journal)?;
+        let formats = tracefs::read_formats(&root)?;
+        // The decoder's messages start with the tracepoint's name.
+        let decoder = Decoder::new(&formats).map_err(|why| TraceError::BadFormat {
+            name: why
+                .split([' ', ':'])
+                .next()
+                .unwrap_or("sched_switch")
+                .to_string(),
+            why,
+        })?;
+        let ids: Vec<ring::TracepointId> = formats
+            .all()
+            .iter()
+            .map(|f| ring::TracepointId {
+                name: f.name.clone(),
+                id: u64::from(f.id),
+            })
+            .collect();
+        let mut rings = Vec::with_capacity(cpus.count());
+        for cpu in cpus.iter() {
+            rings.push(ring::CpuRing::open(cpu as u32, &ids, RING_PAGES)?);
+        }
+        let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        for r in &mut rings {
+            if let Err(e) = r.enable() {
+                rings.iter_mut().for_each(ring::CpuRing::disable);
+                return Err(e);
+            }
+        }
+        let started_ns = monotonic_ns();
+        let worker = Worker::new(rings, decoder, &targets, interval_ns, keep, tx, started_ns);
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("schedlab-trace".into())
+            .spawn(move || worker.run(&flag))
+            .map_err(|e| TraceError::Thread(e.to_string()))?;
+        Ok(Tracer {
+            stop,
+            rx,
+            thread: Some(thread),
+            started_ns,
+            targets,
+        })
+    }
+
+    /// The next interval batch if one is ready (non-blocking; the thread sends one per
+    /// `interval`).
+    pub fn try_recv(&self) -> Option<TraceBatch> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Stop, drain what is left, and return the totals.
+    pub fn stop(mut self) -> TraceFinal {
+        self.stop.store(true, Ordering::Release);
+        let joined = match self.thread.take() {
+            Some(t) => t.join().map_err(|panic| {
+                panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panicked".into())
+            }),
+            None => Err("already stopped".into()),
+        };
+        let mut fin = joined.unwrap_or_else(|why| TraceFinal {
+            tasks: Aggregator::new(&self.targets).totals(),
+            events_kept: Vec::new(),
+            handled: 0,
+            lost: 0,
+            cpu_ns: 0,
+            elapsed_ns: monotonic_ns().saturating_sub(self.started_ns),
+            pending: Vec::new(),
+            undecodable: 0,
+            late: 0,
+            idle_switches_filled: 0,
+            failure: Some(format!("the tracer thread died: {why}")),
+        });
+        let mut pending: Vec<TraceBatch> = self.rx.try_iter().collect();
+        pending.append(&mut fin.pending);
+        fin.pending = pending;
+        fin
+    }
+}
+
+impl Drop for Tracer {
+    /// A tracer dropped without `stop` still stops its thread (and so its events).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The tracer thread's state: the rings and their reading, and what is done with the
+/// events (kept apart so the merger can hand events to the sink).
+struct Worker {
+    rings: Vec<ring::CpuRing>,
+    decoder: Decoder,
+    merger: order::Merger,
+    scratch: Box<[u8; ring::MAX_RECORD]>,
+    sink: Sink,
+    idle: IdleGap,
+}
+
+/// Where released events go: the aggregation, the kept window, the interval batches.
+struct Sink {
+    agg: Aggregator,
+    tx: mpsc::Sender<TraceBatch>,
+    interval_ns: u64,
+    next_boundary: u64,
+    keep_ns: Option<u64>,
+    kept: VecDeque<SchedEvent>,
+    handled: u64,
+    lost: u64,
+    undecodable: u64,
+    interval_events: u64,
+    interval_lost: u64,
+    lost_since_release: bool,
+    started_ns: u64,
+    pending: Vec<TraceBatch>,
+    /// The receiver is gone (the Tracer was dropped): stop sending.
+    orphaned: bool,
+}
+
+impl Worker {
+    fn new(
+        rings: Vec<ring::CpuRing>,
+        decoder: Decoder,
+        targets: &[TraceTarget],
+        interval_ns: u64,
+        keep: Option<Duration>,
+        tx: mpsc::Sender<TraceBatch>,
+        started_ns: u64,
+    ) -> Worker {
+        let cpus: Vec<u32> = rings.iter().map(|r| r.cpu).collect();
+        Worker {
+            idle: IdleGap::new(&cpus),
+            merger: order::Merger::new(rings.len()),
+            rings,
+            decoder,
+            scratch: Box::new([0u8; ring::MAX_RECORD]),
+            sink: Sink {
+                agg: Aggregator::new(targets),
+                tx,
+                interval_ns,
+                next_boundary: started_ns.saturating_add(interval_ns),
+                keep_ns: keep.map(|k| u64::try_from(k.as_nanos()).unwrap_or(u64::MAX)),
+                kept: VecDeque::new(),
+                handled: 0,
+                lost: 0,
+                undecodable: 0,
+                interval_events: 0,
+                interval_lost: 0,
+                lost_since_release: false,
+                started_ns,
+                pending: Vec::new(),
+                orphaned: false,
+            },
+        }
+    }
+
+    fn run(mut self, stop: &AtomicBool) -> TraceFinal {
+        let cpu_start = thread_cpu_ns();
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let period_ns = DRAIN_PERIOD_NS.min(self.sink.interval_ns);
+        let timeout_ms = (period_ns / 1_000_000).clamp(1, 1000) as libc::c_int;
+        // Ends when asked to stop; every wait in it is bounded by the drain period.
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            if stopping {
+                self.rings.iter_mut().for_each(ring::CpuRing::disable);
+            }
+            // The clock first: whatever the rings hold afterwards is at least as new.
+            let now = monotonic_ns();
+            self.drain_all();
+            let horizon = if stopping {
+                u64::MAX
+            } else {
+                now.saturating_sub(SLACK_NS)
+            };
+            self.sink.forget_if_lost();
+            let sink = &mut self.sink;
+            self.merger.release(horizon, |ev| sink.account(ev));
+            if stopping {
+                self.sink.close_intervals(now);
+                let last = self.sink.batch(now);
+                self.sink.pending.push(last);
+                break;
+            }
+            self.sink.close_intervals(horizon);
+            // SAFETY: fds is a valid array of pollfd for the duration of the call.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        }
+        let end = monotonic_ns();
+        let s = &mut self.sink;
+        TraceFinal {
+            tasks: s.agg.totals(),
+            events_kept: s.kept_window(end),
+            handled: s.handled,
+            lost: s.lost,
+            cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
+            elapsed_ns: end.saturating_sub(s.started_ns),
+            pending: std::mem::take(&mut s.pending),
+            undecodable: s.undecodable,
+            late: self.merger.late(),
+            idle_switches_filled: self.idle.filled,
+            failure: None,
+        }
+    }
+
+    fn drain_all(&mut self) {
+        let Worker {
+            rings,
+            decoder,
+            merger,
+            scratch,
+            sink,
+            idle,
+        } = self;
+        for (q, r) in rings.iter_mut().enumerate() {
+            r.drain(scratch, |ty, misc, body| match ty {
+                ring::RECORD_SAMPLE => match decoder.sample(body) {
+                    Ok(ev) => {
+                        if let EventKind::Switch { next_pid, .. } = ev.kind {
+                            idle.saw_switch(q, next_pid);
+                        }
+                        sink.route(merger, q, ev);
+                    }
+                    Err(_) => sink.undecodable += 1,
+                },
+                ring::RECORD_SWITCH_CPU_WIDE => {
+                    if let Some(ev) = decode::switch_in(misc, body).and_then(|s| idle.fill(q, s)) {
+                        sink.route(merger, q, ev);
+                    }
+                }
+                ring::RECORD_LOST => {
+                    let n = ring::lost_count(body);
+                    sink.lost += n;
+                    sink.interval_lost += n;
+                    sink.lost_since_release = true;
+                }
+                _ => {}
+            });
+        }
+        if idle.proven() {
+            // This kernel shows switches from idle as tracepoints: the context-switch
+            // records are not needed (and cost a record per switch).
+            rings
+                .iter_mut()
+                .for_each(ring::CpuRing::stop_switch_records);
+            idle.stopped = true;
+        }
+    }
+}
+
+/// Switches from the idle task that the kernel did not deliver as sched_switch, put
+/// back from perf's context-switch records. Per ring it remembers who the last
+/// sched_switch switched in: a switch-in record for that task is the same switch (the
+/// record comes just after the tracepoint), one for another task after idle is a
+/// switch the tracepoint never showed. Kernels that show every switch from idle prove
+/// it after [`IDLE_PROOF`] matched switches, and the records are then stopped.
+struct IdleGap {
+    last_next: Vec<i32>,
+    swapper: Vec<[u8; 16]>,
+    /// Switch-ins from idle that the tracepoints showed too.
+    matched: u64,
+    /// One was missing: this kernel hides switches from idle; the records stay.
+    blind: bool,
+    /// The context-switch records were stopped.
+    stopped: bool,
+    filled: u64,
+}
+
+/// Matched switches from idle, and none missing, after which the tracepoints are
+/// trusted to show them all.
+const IDLE_PROOF: u64 = 256;
+
+impl IdleGap {
+    fn new(cpus: &[u32]) -> IdleGap {
+        IdleGap {
+            last_next: vec![-1; cpus.len()],
+            swapper: cpus.iter().map(|&c| swapper_comm(c)).collect(),
+            matched: 0,
+            blind: false,
+            stopped: false,
+            filled: 0,
+        }
+    }
+
+    #[inline]
+    fn saw_switch(&mut self, q: usize, next_pid: i32) {
+        if let Some(n) = self.last_next.get_mut(q) {
+            *n = next_pid;
+        }
+    }
+
+    /// Whether the records have proven unnecessary (and are not stopped yet).
+    fn proven(&self) -> bool {
+        !self.blind && !self.stopped && self.matched >= IDLE_PROOF
+    }
+
+    /// The Switch event a switch-in record stands for, if the tracepoints missed it.
+    #[inline]
+    fn fill(&mut self, q: usize, s: decode::SwitchIn) -> Option<SchedEvent> {
+        let last = self.last_next.get_mut(q)?;
+        if s.prev_tid != 0 {
+            return None;
+        }
+        if *last == s.tid {
+            self.matched += 1;
+            return None;
+        }
+        *last = s.tid;
+        self.blind = true;
+        self.filled += 1;
+        Some(SchedEvent {
+            t_ns: s.t_ns,
+            cpu: s.cpu,
+            kind: EventKind::Switch {
+                prev_pid: 0,
+                prev_state: 0,
+                next_pid: s.tid,
+                prev_comm: self.swapper[q],
+                // Not in the record.
+                next_comm: [0; 16],
+            },
+        })
+    }
+}
+
+/// "swapper/N", the idle task's name, without allocating per event.
+fn swapper_comm(cpu: u32) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    let text = format!("swapper/{cpu}");
+    let n = text.len().min(15);
+    c[..n].copy_from_slice(&text.as_bytes()[..n]);
+    c
+}
+
+impl Sink {
+    /// Records were lost somewhere before the events just read: what a task was doing
+    /// across the gap is unknown, so no latency is measured across it.
+    fn forget_if_lost(&mut self) {
+        if self.lost_since_release {
+            self.agg.forget();
+            self.lost_since_release = false;
+        }
+    }
+
+    /// Queue an event that concerns a target for ordering; only count the others (no
+    /// aggregate depends on their order, and most events of a busy machine are theirs).
+    #[inline]
+    fn route(&mut self, merger: &mut order::Merger, q: usize, ev: SchedEvent) {
+        if self.agg.touches(&ev) {
+            merger.push(q, ev);
+        } else {
+            self.handled += 1;
+            self.interval_events += 1;
+        }
+    }
+
+    #[inline]
+    fn account(&mut self, ev: &SchedEvent) {
+        if ev.t_ns >= self.next_boundary {
+            self.close_intervals(ev.t_ns);
+        }
+        self.handled += 1;
+        self.interval_events += 1;
+        self.agg.record(ev);
+        if let Some(keep) = self.keep_ns {
+            // Only target events reach here. Bounded: each turn removes one event.
+            while self.kept.len() >= KEEP_MAX_EVENTS
+                || self
+                    .kept
+                    .front()
+                    .is_some_and(|f| f.t_ns.saturating_add(keep) < ev.t_ns)
+            {
+                self.kept.pop_front();
+            }
+            self.kept.push_back(*ev);
+        }
+    }
+
+    /// Send a batch for every interval that ends at or before `t`.
+    fn close_intervals(&mut self, t: u64) {
+        while self.next_boundary <= t {
+            let batch = self.batch(self.next_boundary);
+            if !self.orphaned && self.tx.send(batch).is_err() {
+                self.orphaned = true;
+            }
+            self.next_boundary = self.next_boundary.saturating_add(self.interval_ns);
+        }
+    }
+
+    fn batch(&mut self, t_ns: u64) -> TraceBatch {
+        TraceBatch {
+            t_ns,
+            tasks: self.agg.take_interval(),
+            events: std::mem::take(&mut self.interval_events),
+            lost: std::mem::take(&mut self.interval_lost),
+        }
+    }
+
+    fn kept_window(&self, end: u64) -> Vec<SchedEvent> {
+        let Some(keep) = self.keep_ns else {
+            return Vec::new();
+        };
+        let from = end.saturating_sub(keep);
+        self.kept
+            .iter()
+            .filter(|e| e.t_ns >= from)
+            .copied()
+            .collect()
+    }
+}
+
+/// This thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_as_documented() {
+        assert_eq!(std::mem::size_of::<SchedEvent>(), 72);
+        assert_eq!(swapper_comm(1), *b"swapper/1\0\0\0\0\0\0\0");
+        assert_eq!(&swapper_comm(123_456_789)[..15], b"swapper/1234567");
+        assert_eq!(swapper_comm(123_456_789)[15], 0);
+    }
+
+    #[test]
+    fn idle_gap_fills_only_switches_the_tracepoints_missed() {
+        let mut g = IdleGap::new(&[0, 1]);
+        let rec = |tid, prev_tid| decode::SwitchIn {
+            t_ns: 100,
+            cpu: 1,
+            tid,
+            prev_tid,
+        };
+        // The tracepoint showed the switch from idle to 7: the record is the same switch.
+        g.saw_switch(1, 7);
+        assert_eq!(g.fill(1, rec(7, 0)), None);
+        assert_eq!(g.matched, 1);
+        // 7 went idle, then a record shows 8 switched in after idle with no tracepoint.
+        g.saw_switch(1, 0);
+        let ev = g.fill(1, rec(8, 0)).expect("filled");
+        assert_eq!(
+            ev.kind,
+            EventKind::Switch {
+                prev_pid: 0,
+                prev_state: 0,
+                next_pid: 8,
+                prev_comm: swapper_comm(1),
+                next_comm: [0; 16],
+            }
+        );
+        assert!(g.blind && g.filled == 1);
+        // Records of switches between tasks are never needed.
+        assert_eq!(g.fill(1, rec(9, 8)), None);
+        assert_eq!(g.fill(5, rec(9, 0)), None, "no such ring");
+        assert!(!g.proven());
+
+        let mut healthy = IdleGap::new(&[0]);
+        for i in 0..IDLE_PROOF as i32 {
+            healthy.saw_switch(0, 100 + i);
+            assert_eq!(healthy.fill(0, rec(100 + i, 0)), None);
+        }
+        assert!(healthy.proven());
+    }
+}

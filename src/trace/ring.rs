@@ -1,0 +1,371 @@
+//! The perf side: per CPU, one sched_switch tracepoint event that owns a ring buffer,
+//! with the other tracepoints redirected into that ring (PERF_EVENT_IOC_SET_OUTPUT), so
+//! one ring holds all of a CPU's scheduler events in the order they happened. A ring is
+//! drained in one pass: one load of the kernel's head, one store of our tail, and no
+//! system call, so the traced CPUs see the reader's cache line change once per drain.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use perf_event::events::{Software, Tracepoint};
+use perf_event::{Builder, Clock, Counter, SampleFlag};
+use perf_event_open_sys::bindings;
+
+use super::decode::{SAMPLE_TYPE, SWITCH_SAMPLE_TYPE};
+use super::TraceError;
+
+/// Data pages per CPU ring (plus one control page): 1024 pages is 4 MiB per CPU with
+/// 4 KiB pages. A sched_switch record is 96 bytes and a wake-up 64 (plus two 40-byte
+/// context-switch records per switch where the idle gap needs them), so a ring holds
+/// 30,000 to 60,000 events: over 120 ms of a CPU producing 250,000 events/s, against a
+/// drain every 10 ms. The memory is locked kernel memory while tracing (8 MiB on 2 CPUs).
+pub const RING_PAGES: usize = 1024;
+
+/// Records longer than this are skipped when they wrap around the ring's end (ours are
+/// at most ~110 bytes; nothing else is written into these rings but LOST records).
+pub const MAX_RECORD: usize = 512;
+
+/// One CPU's events and their ring.
+pub struct CpuRing {
+    pub cpu: u32,
+    /// sched_switch first (it owns the ring), then the redirected tracepoints.
+    counters: Vec<Counter>,
+    /// Their tracepoints' names, for messages.
+    names: Vec<String>,
+    /// The context-switch record event, if this kernel has one (Linux 4.3+).
+    switch_records: Option<Counter>,
+    map: memmap2::MmapRaw,
+    data_offset: usize,
+    data_size: u64,
+}
+
+/// What one tracepoint is called and what perf calls it.
+#[derive(Clone, Debug)]
+pub struct TracepointId {
+    pub name: String,
+    pub id: u64,
+}
+
+fn builder(id: u64, cpu: u32) -> Builder<'static> {
+    let mut b = Builder::new(Tracepoint::with_id(id));
+    b.any_pid()
+        .one_cpu(cpu as usize)
+        // A tracepoint event with exclude_kernel only fires in user mode (uprobes):
+        // these fire in the kernel.
+        .exclude_kernel(false)
+        .sample_period(1)
+        .sample(SampleFlag::from_bits_retain(SAMPLE_TYPE))
+        // The same clock as schedlab's monotonic_ns(), so times compare directly.
+        .clockid(Clock::MONOTONIC)
+        .enabled(false);
+    b
+}
+
+impl CpuRing {
+    /// Open every tracepoint on `cpu` (all tasks), the first owning a ring of `pages`
+    /// data pages (a power of two) that the others write into. Nothing is enabled yet.
+    pub fn open(
+        cpu: u32,
+        tracepoints: &[TracepointId],
+        pages: usize,
+    ) -> Result<CpuRing, TraceError> {
+        let page_size = page_size();
+        let data_len = pages.next_power_of_two() * page_size;
+        let (first, rest) = tracepoints.split_first().ok_or(TraceError::NoCpus)?;
+        let mut b = builder(first.id, cpu);
+        // Wake a poller when a quarter of the ring is full, so a burst is drained early;
+        // the regular drain needs no wake-up at all.
+        b.wakeup_watermark(data_len / 4);
+        let leader = b.build().map_err(|e| open_error(&first.name, cpu, &e))?;
+        let ring_error = |e: io::Error| TraceError::Ring {
+            cpu,
+            kib: (data_len / 1024) as u64,
+            why: ring_why(&e),
+        };
+        // The ring must exist before other events can be redirected into it.
+        let map = memmap2::MmapOptions::new()
+            .len(page_size + data_len)
+            .map_raw(leader.as_raw_fd())
+            .map_err(ring_error)?;
+        let mut counters = Vec::with_capacity(tracepoints.len());
+        counters.push(leader);
+        for tp in rest {
+            let counter = builder(tp.id, cpu)
+                .build()
+                .map_err(|e| open_error(&tp.name, cpu, &e))?;
+            set_output(&counter, &counters[0]).map_err(|e| open_error(&tp.name, cpu, &e))?;
+            counters.push(counter);
+        }
+        // Some kernels (this project's 6.18 VMs among them) deliver no perf event raised
+        // while the idle task runs: a switch from idle to a task never shows as a
+        // sched_switch. perf's own context-switch records are written by the task
+        // switched in, so they do show it; they fill that gap (see mod.rs).
+        let switch_records = Builder::new(Software::DUMMY)
+            .any_pid()
+            .one_cpu(cpu as usize)
+            .context_switch(true)
+            .sample_id_all(true)
+            .sample(SampleFlag::from_bits_retain(SWITCH_SAMPLE_TYPE))
+            .clockid(Clock::MONOTONIC)
+            .enabled(false)
+            .build()
+            .ok()
+            .filter(|c| set_output(c, &counters[0]).is_ok());
+        let page = map.as_ptr() as *const bindings::perf_event_mmap_page;
+        // SAFETY: the first page of a perf mapping is the kernel's perf_event_mmap_page.
+        let (offset, size) = unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*page).data_offset)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*page).data_size)),
+            )
+        };
+        // Kernels before 4.1 leave these 0: data starts after the first page.
+        let (data_offset, data_size) = if size == 0 {
+            (page_size, data_len as u64)
+        } else {
+            (offset as usize, size)
+        };
+        if data_offset + data_size as usize > map.len() || !data_size.is_power_of_two() {
+            return Err(TraceError::Ring {
+                cpu,
+                kib: (data_len / 1024) as u64,
+                why: format!("the kernel laid out the ring at {data_offset}+{data_size}, outside the mapping"),
+            });
+        }
+        Ok(CpuRing {
+            cpu,
+            counters,
+            names: tracepoints.iter().map(|t| t.name.clone()).collect(),
+            switch_records,
+            map,
+            data_offset,
+            data_size,
+        })
+    }
+
+    /// The ring owner's descriptor, for poll(2).
+    pub fn fd(&self) -> RawFd {
+        self.counters.first().map_or(-1, AsRawFd::as_raw_fd)
+    }
+
+    /// Start all of this CPU's tracepoints (the redirected ones first, so that none of
+    /// a context switch's wake-ups is missing once switches flow).
+    pub fn enable(&mut self) -> Result<(), TraceError> {
+        let cpu = self.cpu;
+        if let Some(c) = &mut self.switch_records {
+            // Optional: without it only switches from idle may be missed.
+            let _ = c.enable();
+        }
+        for (c, name) in self.counters.iter_mut().zip(&self.names).rev() {
+            c.enable().map_err(|e| open_error(name, cpu, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Stop all of this CPU's events; what they wrote stays in the ring.
+    pub fn disable(&mut self) {
+        self.stop_switch_records();
+        for c in &mut self.counters {
+            let _ = c.disable();
+        }
+    }
+
+    /// Stop the context-switch records (once the tracepoints prove enough).
+    pub fn stop_switch_records(&mut self) {
+        if let Some(c) = &mut self.switch_records {
+            let _ = c.disable();
+        }
+    }
+
+    /// Hand every record written since the last drain to `f` as (type, misc, body after
+    /// the 8-byte header), oldest first, then give the space back to the kernel. Reads at
+    /// most one ring's worth, so it ends even if the kernel keeps writing.
+    pub fn drain(
+        &mut self,
+        scratch: &mut [u8; MAX_RECORD],
+        mut f: impl FnMut(u32, u16, &[u8]),
+    ) -> u64 {
+        let page = self.map.as_mut_ptr() as *mut bindings::perf_event_mmap_page;
+        // SAFETY: data_head and data_tail are naturally aligned u64s in the control page
+        // that lives as long as `self.map`; the kernel writes data_head, we write
+        // data_tail, and both sides access them atomically.
+        let (head_ref, tail_ref) = unsafe {
+            (
+                &*(std::ptr::addr_of_mut!((*page).data_head) as *const AtomicU64),
+                &*(std::ptr::addr_of_mut!((*page).data_tail) as *const AtomicU64),
+            )
+        };
+        // Acquire pairs with the kernel's release of data_head: the records before it
+        // are fully written.
+        let head = head_ref.load(Ordering::Acquire);
+        let mut tail = tail_ref.load(Ordering::Relaxed);
+        let size = self.data_size;
+        if head.wrapping_sub(tail) > size {
+            // Cannot happen without overwrite mode; resynchronise rather than misread.
+            tail_ref.store(head, Ordering::Release);
+            return 0;
+        }
+        // SAFETY: data_offset + data_size lies inside the mapping (checked in open).
+        let data = unsafe {
+            std::slice::from_raw_parts(self.map.as_ptr().add(self.data_offset), size as usize)
+        };
+        let mut records = 0;
+        while tail < head {
+            let at = (tail % size) as usize;
+            let mut hdr = [0u8; 8];
+            copy_wrapped(data, at, &mut hdr);
+            let ty = u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+            let misc = u16::from_ne_bytes([hdr[4], hdr[5]]);
+            let len = u16::from_ne_bytes([hdr[6], hdr[7]]) as usize;
+            if len < 8 || (len as u64) > head - tail {
+                // A torn or corrupt record: drop the rest of this drain.
+                tail = head;
+                break;
+            }
+            if at + len <= data.len() {
+                f(ty, misc, &data[at + 8..at + len]);
+            } else if len <= MAX_RECORD {
+                copy_wrapped(data, at, &mut scratch[..len]);
+                f(ty, misc, &scratch[8..len]);
+            }
+            tail += len as u64;
+            records += 1;
+        }
+        // Release: our reads of the records happen before the kernel may reuse them.
+        tail_ref.store(tail, Ordering::Release);
+        records
+    }
+}
+
+/// Copy `out.len()` bytes from the ring starting at `at`, wrapping at its end.
+fn copy_wrapped(data: &[u8], at: usize, out: &mut [u8]) {
+    let first = out.len().min(data.len() - at);
+    out[..first].copy_from_slice(&data[at..at + first]);
+    let rest = out.len() - first;
+    out[first..].copy_from_slice(&data[..rest]);
+}
+
+/// Body of a PERF_RECORD_LOST: id (u64), then how many records were lost (u64).
+pub fn lost_count(body: &[u8]) -> u64 {
+    body.get(8..16)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+pub const RECORD_SAMPLE: u32 = bindings::PERF_RECORD_SAMPLE;
+pub const RECORD_LOST: u32 = bindings::PERF_RECORD_LOST;
+pub const RECORD_SWITCH_CPU_WIDE: u32 = bindings::PERF_RECORD_SWITCH_CPU_WIDE;
+
+fn set_output(event: &Counter, leader: &Counter) -> io::Result<()> {
+    // SAFETY: both are open perf event descriptors; the ioctl takes the target fd.
+    let rc =
+        unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(event.as_raw_fd(), leader.as_raw_fd()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// /proc/sys/kernel/perf_event_paranoid, if readable.
+pub fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn open_error(tracepoint: &str, cpu: u32, e: &io::Error) -> TraceError {
+    let errno = e.raw_os_error().unwrap_or(0);
+    let paranoid = paranoid().map_or("unknown".to_string(), |p| p.to_string());
+    let why = match errno {
+        libc::EACCES | libc::EPERM => format!(
+            "not permitted: system-wide tracepoint events need root or CAP_PERFMON (perf_event_paranoid is {paranoid}), and kernel lockdown=confidentiality refuses them even to root"
+        ),
+        libc::ENOENT => "the kernel knows no tracepoint with the id tracefs gave (was tracefs remounted?)".into(),
+        libc::ENODEV => format!("CPU {cpu} is offline or does not exist"),
+        libc::EMFILE | libc::ENFILE => {
+            "too many open files: schedlab opens 5 descriptors per CPU; raise the limit (ulimit -n)".into()
+        }
+        libc::EINVAL => "the kernel rejected the event's settings (use_clockid needs Linux 4.1+, SET_OUTPUT needs events of the same CPU and clock)".into(),
+        libc::E2BIG => "this kernel's perf_event_attr is older than the one schedlab sends".into(),
+        libc::EBUSY => "another tool holds the event exclusively".into(),
+        libc::ENOSPC | libc::ENOMEM => "the kernel is out of memory or event slots".into(),
+        _ => "unexpected error from perf_event_open".into(),
+    };
+    TraceError::PerfOpen {
+        tracepoint: tracepoint.to_string(),
+        cpu,
+        errno,
+        why: format!("{e}: {why}"),
+    }
+}
+
+fn ring_why(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => format!(
+            "{e}: over the locked-memory limit (perf_event_mlock_kb, RLIMIT_MEMLOCK) without CAP_IPC_LOCK"
+        ),
+        Some(libc::ENOMEM) => format!("{e}: the kernel could not allocate the ring"),
+        Some(libc::EINVAL) => format!("{e}: the ring size must be 1 + 2^n pages"),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_copies() {
+        let data: Vec<u8> = (0..16).collect();
+        let mut out = [0u8; 6];
+        copy_wrapped(&data, 13, &mut out);
+        assert_eq!(out, [13, 14, 15, 0, 1, 2]);
+        copy_wrapped(&data, 2, &mut out);
+        assert_eq!(out, [2, 3, 4, 5, 6, 7]);
+        let mut whole = [0u8; 16];
+        copy_wrapped(&data, 0, &mut whole);
+        assert_eq!(whole.to_vec(), data);
+    }
+
+    #[test]
+    fn lost_record_body() {
+        let mut body = vec![0u8; 16];
+        body[8..16].copy_from_slice(&77u64.to_ne_bytes());
+        assert_eq!(lost_count(&body), 77);
+        assert_eq!(lost_count(&body[..10]), 0);
+    }
+
+    #[test]
+    fn open_errors_are_one_line_and_name_the_cause() {
+        let e = open_error(
+            "sched_switch",
+            3,
+            &io::Error::from_raw_os_error(libc::EACCES),
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("perf_event_paranoid") && msg.contains("CPU 3"),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+        let e = open_error(
+            "sched_switch",
+            9,
+            &io::Error::from_raw_os_error(libc::ENODEV),
+        );
+        assert!(e.to_string().contains("CPU 9 is offline"), "{e}");
+    }
+}

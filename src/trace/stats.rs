@@ -1,0 +1,834 @@
+//! Pure aggregation of a scheduler event stream into per-task totals ([`TaskSched`]) and
+//! per-interval figures ([`TaskInterval`]), for the targets only.
+//!
+//! Ordering: the tracer merges its per-CPU streams by time before they get here (see
+//! order.rs), so this expects events oldest first. It stays sane when a few arrive out
+//! of order: an interval that would be negative is dropped, and a waking older than the
+//! task's last switch-in is ignored, so a late event can lose one sample but never makes
+//! up a latency.
+//!
+//! Per task it follows one small state machine:
+//! - `sched_waking` starts a wake-up (unless one is already pending, or the task sits
+//!   preempted on a run queue, where its wait is a run-queue delay instead);
+//! - switched in: a pending wake-up becomes a wakeup-latency sample (waking -> running),
+//!   a preemption becomes a run-queue-delay sample (switched out runnable -> running);
+//! - switched out: runnable (`prev_state & 0xff == 0`, "R"/"R+") counts as preempted and
+//!   names the task switched in as the preemptor; anything else counts as blocked.
+//!   A pending wake-up whose `sched_wakeup` was already seen is dropped here: it woke a
+//!   task that was still running. One without its `sched_wakeup` is kept: that is the
+//!   waker on another CPU racing the task's own switch-out (try_to_wake_up fires
+//!   sched_waking, then waits for the task to get off its CPU), and it is the wake-up
+//!   that ends this sleep.
+//! - A task switched in from a sleep with no sched_wakeup seen since it blocked was
+//!   woken all the same: that wake-up counts, as unseen (`wakeups_unseen`), with no
+//!   latency. Kernels that deliver no perf event raised in the idle task do this to
+//!   every wake-up from an idle CPU's interrupt (a timer expiring there).
+
+use hdrhistogram::Histogram;
+
+use super::{
+    EventKind, LatencySummary, Preemptor, SchedEvent, TaskInterval, TaskSched, TraceTarget,
+};
+
+/// Latencies are kept in nanoseconds from 1 ns to 10 s with 3 significant digits: a
+/// value lands in a bucket at most 1/1024 of itself wide, so a percentile is reported
+/// within 0.1 % of the true sample (rounded up to its bucket's top, then capped at the
+/// exact maximum). Longer delays count at 10 s in the percentiles; the maximum is exact.
+/// Each task holds two u64 and two u32 histograms of 25,600 counters each: 600 KiB.
+pub const HIST_HIGH_NS: u64 = 10_000_000_000;
+const SIGFIG: u8 = 3;
+/// How many distinct preemptors a task remembers exactly; past that the least counted
+/// one makes room ("space-saving": a frequent preemptor is never pushed out).
+const PREEMPTOR_SLOTS: usize = 64;
+const TOP_PREEMPTORS: usize = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not seen switching yet (the trace just started, or events were lost).
+    Unknown,
+    Running,
+    /// Switched out while runnable, at `since`.
+    Runnable {
+        since: u64,
+    },
+    Blocked,
+}
+
+/// One latency's histograms: the whole trace, and the interval being filled.
+struct Latency {
+    total: Histogram<u64>,
+    interval: Histogram<u32>,
+    min_ns: u64,
+    max_ns: u64,
+    interval_max_ns: u64,
+}
+
+impl Latency {
+    fn new() -> Latency {
+        Latency {
+            total: new_hist(),
+            interval: new_hist(),
+            min_ns: u64::MAX,
+            max_ns: 0,
+            interval_max_ns: 0,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        // Saturating: hdrhistogram clamps to its highest trackable value, not an error.
+        self.total.saturating_record(ns);
+        self.interval.saturating_record(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.interval_max_ns = self.interval_max_ns.max(ns);
+    }
+
+    fn summary(&self) -> LatencySummary {
+        let count = self.total.len();
+        if count == 0 {
+            return LatencySummary::default();
+        }
+        // A bucket's top can pass the exact extremes; never report outside them.
+        let at = |q: f64| {
+            us(self
+                .total
+                .value_at_quantile(q)
+                .clamp(self.min_ns, self.max_ns))
+        };
+        LatencySummary {
+            count,
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us: us(self.max_ns),
+        }
+    }
+
+    fn interval_at(&self, q: f64) -> f64 {
+        if self.interval.is_empty() {
+            return 0.0;
+        }
+        us(self.interval.value_at_quantile(q).min(self.interval_max_ns))
+    }
+
+    fn reset_interval(&mut self) {
+        self.interval.reset();
+        self.interval_max_ns = 0;
+    }
+}
+
+fn new_hist<T: hdrhistogram::Counter>() -> Histogram<T> {
+    match Histogram::new_with_bounds(1, HIST_HIGH_NS, SIGFIG) {
+        Ok(h) => h,
+        // The bounds are constants that hdrhistogram accepts (tested below).
+        Err(e) => unreachable!("histogram bounds: {e:?}"),
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    switches_in: u64,
+    wakeups: u64,
+    wakeups_unseen: u64,
+    preempted: u64,
+    blocked: u64,
+    migrations: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    pid: i32,
+    comm: [u8; 16],
+    count: u64,
+}
+
+struct Task {
+    tid: i32,
+    name: String,
+    state: State,
+    /// The sched_waking that started the current wake-up, and whether its
+    /// sched_wakeup has been seen.
+    waking_at: Option<u64>,
+    woken: bool,
+    /// A sched_wakeup was seen since the task last blocked.
+    wakeup_since_block: bool,
+    last_in: u64,
+    total: Counts,
+    interval: Counts,
+    wakeup: Latency,
+    runq: Latency,
+    preemptors: Vec<Slot>,
+}
+
+impl Task {
+    fn new(t: &TraceTarget) -> Task {
+        Task {
+            tid: t.tid,
+            name: t.name.clone(),
+            state: State::Unknown,
+            waking_at: None,
+            woken: false,
+            wakeup_since_block: false,
+            last_in: 0,
+            total: Counts::default(),
+            interval: Counts::default(),
+            wakeup: Latency::new(),
+            runq: Latency::new(),
+            preemptors: Vec::with_capacity(PREEMPTOR_SLOTS),
+        }
+    }
+
+    fn count(&mut self, f: impl Fn(&mut Counts)) {
+        f(&mut self.total);
+        f(&mut self.interval);
+    }
+
+    fn waking(&mut self, t: u64) {
+        if matches!(self.state, State::Runnable { .. }) || t < self.last_in {
+            return;
+        }
+        if self.waking_at.is_none() {
+            self.waking_at = Some(t);
+            self.woken = false;
+        }
+    }
+
+    fn wakeup(&mut self) {
+        self.count(|c| c.wakeups += 1);
+        self.wakeup_since_block = true;
+        if self.waking_at.is_some() {
+            self.woken = true;
+        }
+    }
+
+    fn switch_in(&mut self, t: u64) {
+        self.count(|c| c.switches_in += 1);
+        if self.state == State::Blocked && !self.wakeup_since_block {
+            // Something woke it, unseen (raised on an idle CPU by a kernel that
+            // delivers nothing from the idle task): counted, with no latency.
+            self.count(|c| {
+                c.wakeups += 1;
+                c.wakeups_unseen += 1;
+            });
+        }
+        if let Some(w) = self.waking_at.take() {
+            if t >= w {
+                self.wakeup.record(t - w);
+            }
+        }
+        if let State::Runnable { since } = self.state {
+            if t >= since {
+                self.runq.record(t - since);
+            }
+        }
+        self.state = State::Running;
+        self.last_in = self.last_in.max(t);
+    }
+
+    fn switch_out(&mut self, t: u64, prev_state: i64, next_pid: i32, next_comm: [u8; 16]) {
+        if self.woken {
+            self.waking_at = None;
+            self.woken = false;
+        }
+        if prev_state & 0xff == 0 {
+            self.count(|c| c.preempted += 1);
+            self.state = State::Runnable { since: t };
+            self.preempted_by(next_pid, next_comm);
+        } else {
+            self.count(|c| c.blocked += 1);
+            self.state = State::Blocked;
+            self.wakeup_since_block = false;
+        }
+    }
+
+    fn preempted_by(&mut self, pid: i32, comm: [u8; 16]) {
+        if let Some(s) = self
+            .preemptors
+            .iter_mut()
+            .find(|s| s.pid == pid && s.comm == comm)
+        {
+            s.count += 1;
+        } else if self.preemptors.len() < PREEMPTOR_SLOTS {
+            self.preemptors.push(Slot {
+                pid,
+                comm,
+                count: 1,
+            });
+        } else if let Some(min) = self.preemptors.iter_mut().min_by_key(|s| s.count) {
+            *min = Slot {
+                pid,
+                comm,
+                count: min.count + 1,
+            };
+        }
+    }
+
+    fn forget(&mut self) {
+        self.state = State::Unknown;
+        self.waking_at = None;
+        self.woken = false;
+    }
+
+    fn sched(&self) -> TaskSched {
+        let mut top = self.preemptors.clone();
+        top.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)));
+        TaskSched {
+            tid: self.tid,
+            name: self.name.clone(),
+            switches_in: self.total.switches_in,
+            wakeups: self.total.wakeups,
+            wakeups_unseen: self.total.wakeups_unseen,
+            preempted: self.total.preempted,
+            blocked: self.total.blocked,
+            migrations: self.total.migrations,
+            wakeup_latency: self.wakeup.summary(),
+            runq_delay: self.runq.summary(),
+            preemptors: top
+                .iter()
+                .take(TOP_PREEMPTORS)
+                .map(|s| Preemptor {
+                    comm: comm_str(&s.comm),
+                    pid: s.pid,
+                    count: s.count,
+                })
+                .collect(),
+        }
+    }
+
+    fn take_interval(&mut self) -> TaskInterval {
+        let c = std::mem::take(&mut self.interval);
+        let out = TaskInterval {
+            tid: self.tid,
+            switches_in: c.switches_in,
+            wakeups: c.wakeups,
+            preempted: c.preempted,
+            blocked: c.blocked,
+            wakeup_p50_us: self.wakeup.interval_at(0.50),
+            wakeup_p99_us: self.wakeup.interval_at(0.99),
+            runq_p50_us: self.runq.interval_at(0.50),
+            runq_p99_us: self.runq.interval_at(0.99),
+        };
+        self.wakeup.reset_interval();
+        self.runq.reset_interval();
+        out
+    }
+}
+
+/// A task name from the kernel's NUL-padded comm.
+pub fn comm_str(comm: &[u8; 16]) -> String {
+    let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+    String::from_utf8_lossy(&comm[..end]).into_owned()
+}
+
+/// The targets' statistics, fed one event at a time. Allocates only when built (all
+/// histograms up front) and when asked for results.
+pub struct Aggregator {
+    tasks: Vec<Task>,
+    /// (tid, index into tasks), sorted by tid, for a binary search per event.
+    index: Vec<(i32, usize)>,
+}
+
+impl Aggregator {
+    /// Targets with a tid below 1 (the idle task is 0 on every CPU) and repeated tids
+    /// are left out.
+    pub fn new(targets: &[TraceTarget]) -> Aggregator {
+        let mut tasks: Vec<Task> = Vec::with_capacity(targets.len());
+        for t in targets {
+            if t.tid > 0 && !tasks.iter().any(|x| x.tid == t.tid) {
+                tasks.push(Task::new(t));
+            }
+        }
+        let mut index: Vec<(i32, usize)> =
+            tasks.iter().enumerate().map(|(i, t)| (t.tid, i)).collect();
+        index.sort_unstable();
+        Aggregator { tasks, index }
+    }
+
+    #[inline]
+    fn slot(&self, pid: i32) -> Option<usize> {
+        self.index
+            .binary_search_by_key(&pid, |&(tid, _)| tid)
+            .ok()
+            .map(|i| self.index[i].1)
+    }
+
+    /// Whether the event names a target as prev, next, wakee, waker or migrated task.
+    #[inline]
+    pub fn touches(&self, ev: &SchedEvent) -> bool {
+        let is = |pid: i32| pid > 0 && self.slot(pid).is_some();
+        match ev.kind {
+            EventKind::Waking { pid, waker, .. } => is(pid) || is(waker),
+            EventKind::Wakeup { pid, .. } | EventKind::Migrate { pid, .. } => is(pid),
+            EventKind::Switch {
+                prev_pid, next_pid, ..
+            } => is(prev_pid) || is(next_pid),
+        }
+    }
+
+    /// Account one event (events of non-targets change nothing).
+    #[inline]
+    pub fn record(&mut self, ev: &SchedEvent) {
+        let t = ev.t_ns;
+        match ev.kind {
+            EventKind::Waking { pid, .. } => {
+                if let Some(i) = self.slot(pid) {
+                    self.tasks[i].waking(t);
+                }
+            }
+            EventKind::Wakeup { pid, .. } => {
+                if let Some(i) = self.slot(pid) {
+                    self.tasks[i].wakeup();
+                }
+            }
+            EventKind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                next_comm,
+                ..
+            } => {
+                // Out before in: both may be targets (a ping-pong on one CPU).
+                if let Some(i) = self.slot(prev_pid) {
+                    self.tasks[i].switch_out(t, prev_state, next_pid, next_comm);
+                }
+                if let Some(i) = self.slot(next_pid) {
+                    self.tasks[i].switch_in(t);
+                }
+            }
+            EventKind::Migrate { pid, .. } => {
+                if let Some(i) = self.slot(pid) {
+                    self.tasks[i].count(|c| c.migrations += 1);
+                }
+            }
+        }
+    }
+
+    /// Events were lost: what each task was doing is no longer known, so no latency
+    /// is measured across the gap (counts simply miss the lost events).
+    pub fn forget(&mut self) {
+        self.tasks.iter_mut().for_each(Task::forget);
+    }
+
+    /// What each target did since the last call, and start a new interval.
+    pub fn take_interval(&mut self) -> Vec<TaskInterval> {
+        self.tasks.iter_mut().map(Task::take_interval).collect()
+    }
+
+    /// The totals so far, in the order the targets were given.
+    pub fn totals(&self) -> Vec<TaskSched> {
+        self.tasks.iter().map(Task::sched).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: i32 = 100;
+    const B: i32 = 200;
+    const OTHER: i32 = 999;
+    /// prev_state values as 6.18 reports them.
+    const R_PLUS: i64 = 0x100;
+    const R: i64 = 0;
+    const S: i64 = 0x1;
+    const D: i64 = 0x2;
+    const I: i64 = 0x80;
+
+    fn comm(s: &str) -> [u8; 16] {
+        let mut c = [0u8; 16];
+        c[..s.len()].copy_from_slice(s.as_bytes());
+        c
+    }
+
+    fn ev(t_ns: u64, cpu: u32, kind: EventKind) -> SchedEvent {
+        SchedEvent { t_ns, cpu, kind }
+    }
+    fn waking(t: u64, cpu: u32, pid: i32, waker: i32) -> SchedEvent {
+        ev(
+            t,
+            cpu,
+            EventKind::Waking {
+                pid,
+                waker,
+                target_cpu: cpu as i32,
+            },
+        )
+    }
+    fn wakeup(t: u64, cpu: u32, pid: i32) -> SchedEvent {
+        ev(
+            t,
+            cpu,
+            EventKind::Wakeup {
+                pid,
+                target_cpu: cpu as i32,
+            },
+        )
+    }
+    fn switch(t: u64, cpu: u32, prev: i32, state: i64, next: i32) -> SchedEvent {
+        ev(
+            t,
+            cpu,
+            EventKind::Switch {
+                prev_pid: prev,
+                prev_state: state,
+                next_pid: next,
+                prev_comm: comm(&format!("t{prev}")),
+                next_comm: comm(&format!("t{next}")),
+            },
+        )
+    }
+
+    fn agg(events: &[SchedEvent]) -> Aggregator {
+        let mut a = Aggregator::new(&[
+            TraceTarget {
+                tid: A,
+                name: "a".into(),
+            },
+            TraceTarget {
+                tid: B,
+                name: "b".into(),
+            },
+        ]);
+        for e in events {
+            a.record(e);
+        }
+        a
+    }
+
+    fn task(a: &Aggregator, tid: i32) -> TaskSched {
+        a.totals().into_iter().find(|t| t.tid == tid).unwrap()
+    }
+
+    #[test]
+    fn waking_to_switch_in_is_the_wakeup_latency() {
+        let a = agg(&[
+            switch(1_000, 0, A, S, 0),
+            waking(10_000, 1, A, OTHER),
+            wakeup(10_500, 0, A),
+            switch(14_000, 0, 0, R, A),
+        ]);
+        let t = task(&a, A);
+        assert_eq!(
+            (t.switches_in, t.wakeups, t.blocked, t.preempted),
+            (1, 1, 1, 0)
+        );
+        assert_eq!(t.wakeup_latency.count, 1);
+        assert_eq!(t.wakeup_latency.p50_us, 4.0);
+        assert_eq!(t.wakeup_latency.max_us, 4.0);
+        assert_eq!(t.runq_delay, LatencySummary::default());
+    }
+
+    #[test]
+    fn preemption_to_switch_in_is_the_runq_delay_and_names_the_preemptor() {
+        let a = agg(&[
+            switch(0, 0, 0, R, A),
+            switch(10_000, 0, A, R_PLUS, OTHER),
+            switch(30_000, 0, OTHER, S, A),
+        ]);
+        let t = task(&a, A);
+        assert_eq!((t.preempted, t.blocked, t.switches_in), (1, 0, 2));
+        assert_eq!(t.runq_delay.count, 1);
+        assert_eq!(t.runq_delay.p99_us, 20.0);
+        assert_eq!(t.wakeup_latency.count, 0, "no waking: no wakeup latency");
+        assert_eq!(
+            t.preemptors,
+            vec![Preemptor {
+                comm: "t999".into(),
+                pid: OTHER,
+                count: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn blocked_and_preempted_by_prev_state() {
+        let mut events = vec![switch(0, 0, 0, R, A)];
+        let mut t = 1;
+        for state in [R_PLUS, R, S, D, I, S | 0x100, R_PLUS] {
+            events.push(switch(t, 0, A, state, OTHER));
+            events.push(switch(t + 1, 0, OTHER, S, A));
+            t += 10;
+        }
+        let a = agg(&events);
+        let x = task(&a, A);
+        // R+ twice and R (a yield) are runnable; S, D, I and a state with the
+        // preempt bit above 0xff set but S below are not.
+        assert_eq!((x.preempted, x.blocked), (3, 4));
+        assert_eq!(x.runq_delay.count, 3);
+    }
+
+    #[test]
+    fn top_five_preemptors_by_count() {
+        let mut events = vec![switch(0, 0, 0, R, A)];
+        let mut t = 1;
+        // pid p preempts p times (p = 1..=7).
+        for p in 1..=7 {
+            for _ in 0..p {
+                events.push(switch(t, 0, A, R_PLUS, 1000 + p));
+                events.push(switch(t + 1, 0, 1000 + p, S, A));
+                t += 2;
+            }
+        }
+        let a = agg(&events);
+        let x = task(&a, A);
+        assert_eq!(x.preempted, 28);
+        let got: Vec<(i32, u64)> = x.preemptors.iter().map(|p| (p.pid, p.count)).collect();
+        assert_eq!(
+            got,
+            vec![(1007, 7), (1006, 6), (1005, 5), (1004, 4), (1003, 3)]
+        );
+        assert_eq!(x.preemptors[0].comm, "t1007");
+    }
+
+    #[test]
+    fn a_heavy_preemptor_survives_many_one_off_ones() {
+        let mut events = vec![switch(0, 0, 0, R, A)];
+        let mut t = 1;
+        for i in 0..500 {
+            let p = if i % 3 == 0 { 42 } else { 5000 + i };
+            events.push(switch(t, 0, A, R_PLUS, p));
+            events.push(switch(t + 1, 0, p, S, A));
+            t += 2;
+        }
+        let x = task(&agg(&events), A);
+        assert_eq!(x.preemptors[0].pid, 42);
+        assert!(x.preemptors[0].count >= 167, "{:?}", x.preemptors[0]);
+    }
+
+    #[test]
+    fn a_wakeup_of_a_running_task_is_counted_but_not_a_latency() {
+        let a = agg(&[
+            switch(0, 0, 0, R, A),
+            // try_to_wake_up on the running task itself (p == current).
+            waking(1_000, 0, A, OTHER),
+            wakeup(1_100, 0, A),
+            switch(50_000, 0, A, R_PLUS, OTHER),
+            switch(60_000, 0, OTHER, S, A),
+            // And once more with a real sleep afterwards: still no latency.
+            waking(61_000, 1, A, OTHER),
+            wakeup(61_100, 0, A),
+            switch(70_000, 0, A, S, 0),
+        ]);
+        let x = task(&a, A);
+        assert_eq!(x.wakeups, 2);
+        assert_eq!(x.wakeup_latency.count, 0, "{:?}", x.wakeup_latency);
+        assert_eq!(x.runq_delay.count, 1);
+        assert_eq!(x.runq_delay.max_us, 10.0);
+        // The next real wake-up measures from its own waking.
+        let mut a = a;
+        a.record(&waking(100_000, 1, A, OTHER));
+        a.record(&wakeup(100_100, 0, A));
+        a.record(&switch(103_000, 0, 0, R, A));
+        assert_eq!(task(&a, A).wakeup_latency.max_us, 3.0);
+    }
+
+    #[test]
+    fn a_waker_racing_the_switch_out_on_another_cpu_still_counts() {
+        // CPU 1 wakes A while A is still switching out on CPU 0: sched_waking comes
+        // first, A's blocking switch next, then sched_wakeup once A is off its CPU.
+        let a = agg(&[
+            switch(0, 0, 0, R, A),
+            waking(10_000, 1, A, B),
+            switch(10_400, 0, A, S, 0),
+            wakeup(11_000, 0, A),
+            switch(12_000, 0, 0, R, A),
+        ]);
+        let x = task(&a, A);
+        assert_eq!(x.wakeup_latency.count, 1);
+        assert_eq!(x.wakeup_latency.max_us, 2.0);
+    }
+
+    #[test]
+    fn non_targets_are_ignored() {
+        let a = agg(&[
+            switch(0, 0, OTHER, S, 0),
+            waking(1, 1, OTHER, A),
+            wakeup(2, 0, OTHER),
+            switch(3, 0, 0, R, OTHER),
+            switch(4, 0, OTHER, R_PLUS, 0),
+            ev(
+                5,
+                0,
+                EventKind::Migrate {
+                    pid: OTHER,
+                    orig_cpu: 0,
+                    dest_cpu: 1,
+                },
+            ),
+        ]);
+        for tid in [A, B] {
+            let x = task(&a, tid);
+            assert_eq!(
+                (
+                    x.switches_in,
+                    x.wakeups,
+                    x.preempted,
+                    x.blocked,
+                    x.migrations
+                ),
+                (0, 0, 0, 0, 0)
+            );
+            assert!(x.preemptors.is_empty());
+        }
+        // ... though an event whose waker is a target touches it (for the kept window).
+        assert!(a.touches(&waking(1, 1, OTHER, A)));
+        assert!(!a.touches(&switch(3, 0, 0, R, OTHER)));
+        assert!(a.touches(&switch(3, 0, B, R, OTHER)));
+        // The idle task (pid 0) is never a target.
+        let idle = Aggregator::new(&[TraceTarget {
+            tid: 0,
+            name: "swapper".into(),
+        }]);
+        assert!(idle.totals().is_empty());
+    }
+
+    #[test]
+    fn ping_pong_on_one_cpu_and_migrations() {
+        // A and B alternate on CPU 0: each switch is one task out (blocked), the other in.
+        let mut events = vec![switch(0, 0, 0, R, A)];
+        let mut t = 0;
+        for _ in 0..100 {
+            events.push(waking(t + 100, 0, B, A));
+            events.push(wakeup(t + 150, 0, B));
+            events.push(switch(t + 1_000, 0, A, S, B));
+            events.push(waking(t + 1_100, 0, A, B));
+            events.push(wakeup(t + 1_150, 0, A));
+            events.push(switch(t + 2_000, 0, B, S, A));
+            t += 2_000;
+        }
+        events.push(ev(
+            t + 10,
+            0,
+            EventKind::Migrate {
+                pid: A,
+                orig_cpu: 0,
+                dest_cpu: 1,
+            },
+        ));
+        let a = agg(&events);
+        let (x, y) = (task(&a, A), task(&a, B));
+        assert_eq!(
+            (x.switches_in, x.blocked, x.wakeups, x.migrations),
+            (101, 100, 100, 1)
+        );
+        assert_eq!((y.switches_in, y.blocked, y.wakeups), (100, 100, 100));
+        assert_eq!(x.wakeup_latency.count, 100);
+        assert_eq!(x.wakeup_latency.p50_us, 0.9);
+        assert_eq!(y.wakeup_latency.p99_us, 0.9);
+    }
+
+    #[test]
+    fn late_events_never_make_up_a_latency() {
+        let a = agg(&[
+            switch(0, 0, A, S, 0),
+            waking(1_000, 1, A, OTHER),
+            switch(2_000, 0, 0, R, A),
+            // A waking from before the switch-in, delivered after it.
+            waking(1_500, 1, A, OTHER),
+            switch(9_000, 0, A, S, 0),
+            switch(20_000, 0, 0, R, A),
+            // A switch-in older than the preemption it would end.
+            switch(30_000, 0, A, R_PLUS, OTHER),
+            switch(29_000, 1, OTHER, S, A),
+        ]);
+        let x = task(&a, A);
+        assert_eq!(
+            x.wakeup_latency.count, 1,
+            "only the real one: {:?}",
+            x.wakeup_latency
+        );
+        assert_eq!(x.wakeup_latency.max_us, 1.0);
+        assert_eq!(x.runq_delay.count, 0);
+    }
+
+    #[test]
+    fn a_wake_up_that_was_not_seen_is_counted_as_unseen() {
+        let a = agg(&[
+            switch(0, 0, A, S, 0),
+            // The timer's wake-up on idle CPU 0 and the switch from idle are missing;
+            // a switch-in taken from a context-switch record stands for the latter.
+            switch(5_000_000, 0, 0, R, A),
+            switch(5_001_000, 0, A, S, 0),
+            waking(6_000_000, 1, A, OTHER),
+            wakeup(6_000_100, 0, A),
+            switch(6_002_000, 0, 0, R, A),
+        ]);
+        let x = task(&a, A);
+        assert_eq!((x.switches_in, x.wakeups, x.wakeups_unseen), (2, 2, 1));
+        assert_eq!(x.wakeup_latency.count, 1);
+        assert_eq!(x.wakeup_latency.max_us, 2.0);
+        // Unknown state (start of trace, after a loss): nothing is inferred.
+        let b = task(&a, B);
+        assert_eq!(b.wakeups_unseen, 0);
+    }
+
+    #[test]
+    fn lost_events_forget_what_tasks_were_doing() {
+        let mut a = agg(&[switch(0, 0, A, S, 0), waking(1_000, 1, A, OTHER)]);
+        a.forget();
+        a.record(&switch(900_000, 0, 0, R, A));
+        assert_eq!(task(&a, A).wakeup_latency.count, 0);
+    }
+
+    #[test]
+    fn intervals_count_and_reset() {
+        let mut a = agg(&[
+            switch(0, 0, A, S, 0),
+            waking(1_000, 1, A, OTHER),
+            wakeup(1_010, 0, A),
+            switch(3_000, 0, 0, R, A),
+            switch(4_000, 0, A, R_PLUS, B),
+            switch(9_000, 0, B, S, A),
+        ]);
+        let first = a.take_interval();
+        let x = first.iter().find(|t| t.tid == A).unwrap();
+        assert_eq!(
+            (x.switches_in, x.wakeups, x.preempted, x.blocked),
+            (2, 1, 1, 1)
+        );
+        assert_eq!((x.wakeup_p50_us, x.wakeup_p99_us), (2.0, 2.0));
+        assert_eq!((x.runq_p50_us, x.runq_p99_us), (5.0, 5.0));
+        let second = a.take_interval();
+        assert_eq!(
+            second.iter().find(|t| t.tid == A).unwrap(),
+            &TaskInterval {
+                tid: A,
+                ..TaskInterval::default()
+            }
+        );
+        // Totals are unaffected by taking intervals.
+        assert_eq!(task(&a, A).switches_in, 2);
+    }
+
+    #[test]
+    fn percentiles_stay_within_a_tenth_of_a_percent_and_inside_min_max() {
+        let mut l = Latency::new();
+        for v in 1..=10_000u64 {
+            l.record(v * 1_234);
+        }
+        let s = l.summary();
+        let close = |got: f64, want: f64| (got - want).abs() / want <= 0.001;
+        assert!(close(s.p50_us, 5_000.0 * 1.234), "{s:?}");
+        assert!(close(s.p90_us, 9_000.0 * 1.234), "{s:?}");
+        assert!(close(s.p99_us, 9_900.0 * 1.234), "{s:?}");
+        assert!(close(s.p999_us, 9_990.0 * 1.234), "{s:?}");
+        assert_eq!(s.max_us, 10_000.0 * 1.234);
+        assert!(s.max_us >= s.p999_us && s.p999_us >= s.p99_us && s.p99_us >= s.p90_us);
+        // Beyond the histogram's range: counted at the top, the maximum stays exact.
+        l.record(HIST_HIGH_NS * 3);
+        assert_eq!(l.summary().max_us, us(HIST_HIGH_NS * 3));
+        assert_eq!(l.summary().count, 10_001);
+    }
+
+    #[test]
+    fn histogram_memory_is_as_documented() {
+        let h: Histogram<u64> = new_hist();
+        assert_eq!(h.distinct_values(), 25_600);
+    }
+}
