@@ -12,6 +12,15 @@ use crate::report::render_table;
 
 pub fn run_command(args: RunArgs) -> Result<()> {
     check_plot(args.plot.as_deref())?;
+    if let Some(path) = &args.trace_out {
+        // Found before the run, not after it: a timeline never overwrites a file.
+        if path.symlink_metadata().is_ok() {
+            return Err(usage(format!(
+                "--trace-out {}: that file already exists; give a new file name",
+                path.display()
+            )));
+        }
+    }
     let mut at = Vec::new();
     for a in &args.at {
         at.push(parse_at(a).map_err(usage)?);

@@ -42,6 +42,9 @@ pub struct TraceReport {
     /// The tracer thread's own CPU time, in seconds and per event.
     pub tracer_cpu_s: f64,
     pub tracer_ns_per_event: f64,
+    /// The traced window on CLOCK_MONOTONIC, in seconds (what `perf record -k mono`
+    /// prints), to line the trace up with other tools' of the same run.
+    pub window_monotonic_s: [f64; 2],
     /// The Perfetto timeline written, if asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<String>,
@@ -87,6 +90,10 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
         undecodable: trace.undecodable,
         tracer_cpu_s: trace.cpu_ns as f64 / 1e9,
         tracer_ns_per_event: trace.cpu_ns as f64 / trace.handled.max(1) as f64,
+        window_monotonic_s: [
+            trace.started_ns as f64 / 1e9,
+            (trace.started_ns + trace.elapsed_ns) as f64 / 1e9,
+        ],
         timeline: None,
     });
 }

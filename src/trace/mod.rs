@@ -177,6 +177,8 @@ pub struct TraceFinal {
     pub lost: u64,
     /// The tracer thread's own CPU time.
     pub cpu_ns: u64,
+    /// When the events started (CLOCK_MONOTONIC ns) and for how long they were taken.
+    pub started_ns: u64,
     pub elapsed_ns: u64,
     /// Batches not taken with `try_recv` before `stop`, the last one the partial
     /// interval up to the stop.
@@ -347,6 +349,7 @@ impl Tracer {
             handled: 0,
             lost: 0,
             cpu_ns: 0,
+            started_ns: self.started_ns,
             elapsed_ns: monotonic_ns().saturating_sub(self.started_ns),
             pending: Vec::new(),
             undecodable: 0,
@@ -487,6 +490,7 @@ impl Worker {
             handled: s.handled,
             lost: s.lost,
             cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
+            started_ns: s.started_ns,
             elapsed_ns: end.saturating_sub(s.started_ns),
             pending: std::mem::take(&mut s.pending),
             undecodable: s.undecodable,
