@@ -72,10 +72,23 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
             trace.lost
         ));
     }
+    // A preemptor that is one of the experiment's tasks is named as the report names it
+    // (its comm is the worker binary's, the same for every task).
+    let names: BTreeMap<i32, String> = trace
+        .tasks
+        .iter()
+        .map(|t| (t.tid, t.name.clone()))
+        .collect();
     // The report's tasks are the workload's, in order: the same index as the store's.
     for (id, task) in report.tasks.iter_mut().enumerate() {
         if let Some(t) = trace.tasks.iter().find(|t| t.tid == task.tid) {
-            task.sched = Some(sched_report(&f.store, id, t));
+            let mut sched = sched_report(&f.store, id, t);
+            for p in &mut sched.trace.preemptors {
+                if let Some(name) = names.get(&p.pid) {
+                    p.comm.clone_from(name);
+                }
+            }
+            task.sched = Some(sched);
         }
     }
     let secs = trace.elapsed_ns as f64 / 1e9;
