@@ -11,10 +11,11 @@ use serde_json::Value;
 
 /// The documented finding ids, in report order (spelled out here rather than taken from
 /// the library, so the test holds the JSON to the documentation).
-const IDS: [&str; 10] = [
+const IDS: [&str; 11] = [
     "wakeup_latency_other",
     "wakeup_latency_fifo",
     "switch_cost_same_cpu",
+    "traced_wakeup_latency",
     "switch_cost_cross_cpu",
     "pipe_wakeup_batch_ratio",
     "nice_fairness_error",

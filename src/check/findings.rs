@@ -9,6 +9,7 @@ use super::verdict::{self, Verdict};
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::report::{ns, si, RunReport, TaskReport};
+use crate::trace::TraceFinal;
 
 /// Other load (in CPUs) from which a problem verdict is only notable.
 const OTHER_LOAD_DISTURBS: f64 = 0.5;
@@ -107,6 +108,40 @@ pub(super) fn switch_finding(
         "ratio_to_same_cpu": ratio,
     });
     f.judged(judged)
+}
+
+/// The traced ping-pong: the woken side's wakeup latency, judged; both sides' counts in
+/// the details.
+pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) -> Finding {
+    let Some(pong) = fin.tasks.iter().find(|t| t.name == "pong") else {
+        return f.skipped(
+            Verdict::Notable,
+            "not measured: the trace has no pong side".into(),
+        );
+    };
+    let w = &pong.wakeup_latency;
+    if w.count == 0 {
+        return f.skipped(
+            Verdict::Notable,
+            "not measured: the trace saw no wakeup of the pong side".into(),
+        );
+    }
+    f.value = w.p99_us;
+    f.shown = format!("{:.1} us p99 (p50 {:.1})", w.p99_us, w.p50_us);
+    f.details = json!({
+        "wakeups": pong.wakeups,
+        "switches_in": pong.switches_in,
+        "wakeup_latency_us": w,
+        "events": fin.handled,
+        "lost": fin.lost,
+    });
+    if fin.lost > 0 {
+        return f.skipped(
+            Verdict::Notable,
+            format!("not judged: the trace lost {} events", fin.lost),
+        );
+    }
+    f.judged(verdict::verdict_traced_wakeup(w.p50_us, w.p99_us, vm))
 }
 
 /// pipe-wakeup's runs.

@@ -82,7 +82,7 @@ fn timer_slack_ns() -> Option<u64> {
 }
 
 /// Join a probe thread; a panic in it becomes an error.
-fn join<T>(h: JoinHandle<Result<T>>, what: &str) -> Result<T> {
+pub(super) fn join<T>(h: JoinHandle<Result<T>>, what: &str) -> Result<T> {
     h.join()
         .map_err(|_| anyhow!("the {what} thread panicked"))?
 }
@@ -186,7 +186,7 @@ impl PingPong {
     }
 }
 
-fn pin(cpu: usize) -> Result<()> {
+pub(super) fn pin(cpu: usize) -> Result<()> {
     set_affinity(0, &CpuSet::single(cpu)).map_err(|e| {
         anyhow!(
             "pinning to CPU {cpu} failed: {}",

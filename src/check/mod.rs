@@ -8,6 +8,7 @@ mod measure;
 mod model;
 mod plots;
 mod text;
+mod traced;
 pub mod verdict;
 
 use std::path::Path;
@@ -37,7 +38,7 @@ pub use verdict::Verdict;
 const FIFO_PRIORITY: u32 = 80;
 
 /// How many lines the progress counts to: one per step below.
-const STEPS: usize = 9;
+const STEPS: usize = 10;
 
 /// How `schedlab check` runs.
 #[derive(Clone, Debug)]
@@ -73,9 +74,10 @@ struct Budget {
 }
 
 impl Budget {
-    /// Worst case quick: 2 + 1 + 3 x 0.8 + 2.5 + 2 + 0.5 = 10.4 s of experiments plus
+    /// Worst case quick: 2 + 1.5 + 3 x 0.8 + 2.5 + 2 + 0.5 = 10.9 s of experiments plus
     /// ~0.1-0.3 s of start-up per preset run (measured: 10-11 s idle, 11-14 s under other
-    /// load). Default: 16 + 4 + 3 x 3 (up to 4 x 3) + 8 + 5 + 2 = 44-47 s. The ladder gets
+    /// load). Default: 16 + 6 + 3 x 3 (up to 4 x 3) + 8 + 5 + 2 = 46-49 s (the switch
+    /// budget runs three times: one CPU, traced, across CPUs). The ladder gets
     /// the most time a budget allows: its error shrinks with the run (2.5 s: 2-3.5 %,
     /// 6 s: ~2 % on the dev VM).
     fn new(quick: bool) -> Budget {
@@ -113,6 +115,7 @@ pub fn check(exe: &Path, opts: &CheckOptions, sys: &mut SystemKnobs) -> Result<C
     c.wakeup_latency(None);
     c.wakeup_latency(Some(FIFO_PRIORITY));
     let same_us = c.switch_cost_same_cpu();
+    c.traced_wakeup();
     c.switch_cost_cross_cpu(same_us);
     c.pipe_wakeup_batch_ratio();
     c.nice_fairness();
@@ -242,6 +245,30 @@ impl<'a> Checker<'a> {
             }
         });
         same_us
+    }
+
+    /// Step 3b: the same pinned pair traced with the sched tracepoints: how long the
+    /// woken side waits for its CPU.
+    fn traced_wakeup(&mut self) {
+        let cpu = self.online.last().copied().unwrap_or(0);
+        self.progress
+            .next(&format!("traced wakeup latency on one CPU (cpu{cpu})"));
+        let f = finding(
+            "traced_wakeup_latency",
+            "traced wakeup latency, one CPU",
+            "us (p99)",
+            verdict::TRACED_WAKEUP_HEALTHY,
+            format!(
+                "two threads pinned to CPU {cpu} pass one byte back and forth through two pipes for {:.1} s; sched_waking to sched_switch-in of the woken side, from perf tracepoint events (as perf sched timehist's sch delay)",
+                self.budget.switch.as_secs_f64()
+            ),
+        );
+        self.measured(f, |c, f| {
+            match traced::traced_pingpong(cpu, c.budget.switch, &c.opts.stop, &mut c.sys.journal) {
+                Ok(fin) => findings::traced_wakeup_finding(f, &fin, c.vm),
+                Err(e) => f.skipped(Verdict::Notable, format!("not measured: {e:#}")),
+            }
+        });
     }
 
     /// Step 4: pipe ping-pong between the first two CPUs, against `same_us` on one.

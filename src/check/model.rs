@@ -7,10 +7,11 @@ use super::verdict::Verdict;
 use crate::workload::histogram::Histogram;
 
 /// Every finding's id, in report order. The JSON always has all of them.
-pub const IDS: [&str; 10] = [
+pub const IDS: [&str; 11] = [
     "wakeup_latency_other",
     "wakeup_latency_fifo",
     "switch_cost_same_cpu",
+    "traced_wakeup_latency",
     "switch_cost_cross_cpu",
     "pipe_wakeup_batch_ratio",
     "nice_fairness_error",

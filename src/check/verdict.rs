@@ -85,6 +85,35 @@ pub fn verdict_wakeup(p99_ns: u64, max_ns: u64, vm: bool) -> (Verdict, String) {
 pub const SWITCH_SAME_OK_US: f64 = 10.0;
 /// Beyond this, switching itself is unusually expensive (old CPU, heavy mitigations).
 pub const SWITCH_SAME_PROBLEM_US: f64 = 30.0;
+pub const TRACED_WAKEUP_HEALTHY: &str = "p99 <= 50 us (bare metal ~2-10)";
+
+/// Wakeup latency of the traced ping-pong's woken side (sched_waking to switch-in), in
+/// us: the waker blocks right after it wakes its partner, so anything long is the
+/// scheduler (or the hypervisor) making the woken side wait.
+pub fn verdict_traced_wakeup(p50_us: f64, p99_us: f64, vm: bool) -> (Verdict, String) {
+    let where_from = if vm {
+        " (a VM adds exits on every switch and can deschedule the vCPU)"
+    } else {
+        ""
+    };
+    if p99_us > 200.0 {
+        (
+            Verdict::Problem,
+            format!("a woken task waits {p99_us:.0} us for its CPU at p99 (p50 {p50_us:.1} us) although its waker blocks at once: something else holds the CPU{where_from}"),
+        )
+    } else if p99_us > 50.0 {
+        (
+            Verdict::Notable,
+            format!("p99 {p99_us:.0} us (p50 {p50_us:.1} us): slower than a healthy switch path{where_from}"),
+        )
+    } else {
+        (
+            Verdict::Ok,
+            format!("p50 {p50_us:.1} us, p99 {p99_us:.1} us from wakeup to running: the switch path is quick{where_from}"),
+        )
+    }
+}
+
 pub const SWITCH_SAME_HEALTHY: &str = "<= 10 us/op (bare metal ~2-5)";
 
 /// Pipe ping-pong with both ends on one CPU, in us per round trip.
