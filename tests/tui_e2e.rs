@@ -332,3 +332,93 @@ fn recording_from_the_workbench_and_replaying_it() {
     );
     t.quit();
 }
+
+/// Whether tracefs is mounted anywhere (/proc/mounts' third field).
+fn tracefs_mounted() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+}
+
+#[test]
+fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
+    let _guard = common::serial();
+    if !common::require("root (scheduler tracing)", common::is_root()) {
+        return;
+    }
+    let mounted_before = tracefs_mounted();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(t) = Tmux::start(&["tui", "pipe-wakeup"], &dir.path().join("j")) else {
+        return;
+    };
+    assert!(
+        t.wait_for("pipe-wakeup running", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    let (pid, _) = ids(&t.screen(), "writer").expect("writer row");
+    t.keys(&["t"]);
+    assert!(
+        t.wait_for("tracing on", Duration::from_secs(10)).is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(t
+        .screen()
+        .lines()
+        .next()
+        .is_some_and(|l| l.contains("TRACE")));
+    if !mounted_before {
+        assert!(tracefs_mounted(), "the trace mounted tracefs for the run");
+    }
+    // The trace's own graph and the preemptors line fill in from its intervals.
+    assert!(
+        t.wait_for("wakeup latency (trace)", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    assert!(t.screen().contains("preempted by:"), "{}", t.screen());
+    std::thread::sleep(Duration::from_millis(1500));
+    t.keys(&["x"]);
+    assert!(
+        t.wait_for("timeline written:", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    let file = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("schedlab-trace-") && n.ends_with(".json"))
+        })
+        .expect("a timeline in the working directory");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read the timeline")).expect("JSON");
+    let events = json["traceEvents"].as_array().expect("a traceEvents array");
+    assert!(
+        events.iter().any(|e| e["ph"] == "X"),
+        "slices of the tasks running, not only metadata: {} events",
+        events.len()
+    );
+    // Exporting stops the trace for the file and starts it again.
+    assert!(t
+        .screen()
+        .lines()
+        .next()
+        .is_some_and(|l| l.contains("TRACE")));
+    t.quit();
+    assert!(
+        common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+        "workers gone"
+    );
+    if !mounted_before {
+        assert!(!tracefs_mounted(), "tracefs left mounted");
+    }
+}

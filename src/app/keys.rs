@@ -33,6 +33,8 @@ pub enum Command {
     Presets,
     Note,
     Record,
+    Trace,
+    ExportTrace,
     StepBack,
     StepForward,
     SeekBack,
@@ -41,7 +43,7 @@ pub enum Command {
 
 impl Command {
     /// (config name, default keys, what it does) for every command, in help order.
-    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 26] = [
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 28] = [
         (
             Command::Quit,
             "quit",
@@ -104,6 +106,13 @@ impl Command {
         (Command::Presets, "presets", &["o"], "switch preset"),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
         (Command::Record, "record", &["r"], "record to a file on/off"),
+        (Command::Trace, "trace", &["t"], "scheduler trace on/off"),
+        (
+            Command::ExportTrace,
+            "export_trace",
+            &["x"],
+            "trace -> Perfetto timeline",
+        ),
         (
             Command::StepBack,
             "step_back",

@@ -16,6 +16,7 @@ use crate::lab::record::RecordError;
 use crate::lab::store::Store;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, TaskSample};
+use crate::trace::{Preemptor, TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
@@ -36,9 +37,29 @@ pub enum Action {
     SystemKnobs(Vec<KnobInfo>),
     Presets(Vec<(String, String)>),
     Recording(Result<Option<String>, RecordError>),
+    /// The scheduler trace is on (true) or off (false), or why it could not start.
+    Tracing(Result<bool, TraceError>),
+    /// What the trace saw in one interval.
+    Trace(Box<TraceBatch>),
+    /// The timeline was written to this file, or why not.
+    TraceExported(Result<String, TimelineError>),
     Error(String),
     Resize(u16, u16),
 }
+
+/// Why the trace's timeline was not written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TimelineError {
+    #[error("no workload is running, so there is no trace to write")]
+    NoWorkload,
+    #[error("the scheduler trace is not running: start it first")]
+    NotTracing,
+    #[error("timeline not written: {0}")]
+    Write(String),
+}
+
+/// How much of the end of the trace a timeline holds (the tracer keeps that much).
+pub const TRACE_KEEP: Duration = Duration::from_secs(30);
 
 /// What the App asks the outside world to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +70,10 @@ pub enum Effect {
     /// Restart the workload, with another preset if named.
     Restart(Option<String>),
     ToggleRecord,
+    /// Start (true) or stop the scheduler trace.
+    SetTracing(bool),
+    /// Write the trace's last [`TRACE_KEEP`] as a Perfetto timeline.
+    ExportTrace,
     /// Replay only: move by this many samples (negative: back).
     Step(i32),
     /// Replay only: move by this many seconds.
@@ -70,6 +95,9 @@ pub struct Live {
     pub store: Store,
     /// Successful knob changes: (seconds since start, "writer.policy -> batch").
     pub marks: Vec<(f64, String)>,
+    /// Per task: who the trace saw switched in when it was preempted, top first. Each
+    /// trace batch carries the totals so far, so the latest one replaces the last.
+    pub preemptors: Vec<Vec<Preemptor>>,
 }
 
 /// Points kept per series: 10 minutes at 100 ms.
@@ -79,6 +107,7 @@ impl Live {
     pub fn new(tasks: Vec<TaskInfo>) -> Live {
         Live {
             store: Store::new(tasks.len(), RETENTION),
+            preemptors: vec![Vec::new(); tasks.len()],
             tasks,
             marks: Vec::new(),
         }
@@ -120,6 +149,8 @@ pub struct App {
     pub keymap: KeyMap,
     pub no_color: bool,
     pub recording: Option<String>,
+    /// The scheduler trace runs (as the controller last said).
+    pub tracing: bool,
     /// Read-only: a replay; knob changes are refused.
     pub replay: bool,
     pub quit: bool,
@@ -171,6 +202,7 @@ impl App {
             keymap,
             no_color,
             recording: None,
+            tracing: false,
             replay: false,
             quit: false,
         }
@@ -179,6 +211,19 @@ impl App {
     /// The selected task, if any.
     pub fn selected_task(&self) -> Option<&TaskInfo> {
         self.live.tasks.get(self.ui.selected_task)
+    }
+
+    /// Whether the trace's graph and preemptors belong on screen: the trace runs, or
+    /// what it saw is still inside the graphs' window.
+    pub fn trace_in_view(&self) -> bool {
+        let from = self.live.now_s() - self.ui.window_s;
+        self.tracing
+            || self
+                .live
+                .store
+                .trace
+                .iter()
+                .any(|s| s.back().is_some_and(|(t, _)| *t >= from))
     }
 
     /// The latest sample of the selected task.
@@ -226,20 +271,7 @@ impl App {
                 self.start(*s);
                 Vec::new()
             }
-            Action::KnobResult { setting, result } => {
-                match result {
-                    Ok(v) => {
-                        let label = match setting.split_once('=') {
-                            Some((k, val)) => format!("{k} -> {val}"),
-                            None => setting.clone(),
-                        };
-                        self.live.marks.push((self.live.now_s(), label));
-                        self.say(format!("{setting}: {v}"));
-                    }
-                    Err(e) => self.complain(format!("{setting}: {e}")),
-                }
-                Vec::new()
-            }
+            Action::KnobResult { setting, result } => self.knob_result(&setting, result),
             Action::SystemKnobs(k) => {
                 self.knobs = k;
                 self.ui.selected_knob = self
@@ -252,16 +284,14 @@ impl App {
                 self.presets = p;
                 Vec::new()
             }
-            Action::Recording(r) => {
+            Action::Recording(r) => self.recording_result(r),
+            Action::Tracing(r) => self.tracing_result(r),
+            Action::Trace(batch) => self.take_trace(&batch),
+            Action::TraceExported(r) => {
                 match r {
-                    Ok(Some(path)) => {
-                        self.say(format!("recording to {path}"));
-                        self.recording = Some(path);
-                    }
-                    Ok(None) => {
-                        let path = self.recording.take().unwrap_or_default();
-                        self.say(format!("recording saved: {path}"));
-                    }
+                    Ok(path) => self.say(format!(
+                        "timeline written: {path} (open it in ui.perfetto.dev)"
+                    )),
                     Err(e) => self.complain(e.to_string()),
                 }
                 Vec::new()
@@ -275,6 +305,91 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    fn knob_result(&mut self, setting: &str, result: Result<String, KnobError>) -> Vec<Effect> {
+        match result {
+            Ok(v) => {
+                let label = match setting.split_once('=') {
+                    Some((k, val)) => format!("{k} -> {val}"),
+                    None => setting.to_string(),
+                };
+                self.live.marks.push((self.live.now_s(), label));
+                self.say(format!("{setting}: {v}"));
+            }
+            Err(e) => self.complain(format!("{setting}: {e}")),
+        }
+        Vec::new()
+    }
+
+    fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
+        match r {
+            Ok(Some(path)) => {
+                self.say(format!("recording to {path}"));
+                self.recording = Some(path);
+            }
+            Ok(None) => {
+                let path = self.recording.take().unwrap_or_default();
+                self.say(format!("recording saved: {path}"));
+            }
+            Err(e) => self.complain(e.to_string()),
+        }
+        Vec::new()
+    }
+
+    fn tracing_result(&mut self, r: Result<bool, TraceError>) -> Vec<Effect> {
+        match r {
+            Ok(true) => {
+                self.tracing = true;
+                let export = self.key_label(Command::ExportTrace);
+                let trace = self.key_label(Command::Trace);
+                self.say(format!(
+                    "tracing on: {export} writes the last {} s as a Perfetto timeline; {trace} stops",
+                    TRACE_KEEP.as_secs()
+                ));
+            }
+            Ok(false) => {
+                self.tracing = false;
+                self.say("tracing off");
+            }
+            Err(e) => {
+                // On when refused: a restart or an export could not trace again.
+                let text = if self.tracing {
+                    format!("tracing stopped: {e}")
+                } else {
+                    e.to_string()
+                };
+                self.tracing = false;
+                self.complain(text);
+            }
+        }
+        Vec::new()
+    }
+
+    /// A trace interval into the store (by thread id), and the preemptors so far.
+    fn take_trace(&mut self, batch: &TraceBatch) -> Vec<Effect> {
+        // Paused like the samples: the graphs stand still.
+        if self.ui.paused && !self.replay {
+            return Vec::new();
+        }
+        let tasks = &self.live.tasks;
+        let index_of = |tid: i32| tasks.iter().position(|t| t.tid == tid);
+        self.live.store.push_trace(batch, index_of);
+        for (tid, top) in &batch.preemptors {
+            if let Some(slot) = index_of(*tid).and_then(|i| self.live.preemptors.get_mut(i)) {
+                slot.clone_from(top);
+            }
+        }
+        Vec::new()
+    }
+
+    /// The first key bound to `cmd`, for messages that name it.
+    fn key_label(&self, cmd: Command) -> String {
+        self.keymap
+            .keys_for(cmd)
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("{cmd:?}"))
     }
 
     fn start(&mut self, s: Started) {
@@ -295,6 +410,10 @@ impl App {
     }
 
     fn command(&mut self, cmd: Command) -> Vec<Effect> {
+        if self.replay && matches!(cmd, Command::Trace | Command::ExportTrace) {
+            self.complain("scheduler tracing works only live: a recording carries no trace");
+            return Vec::new();
+        }
         if self.replay && changes_the_run(cmd) {
             self.complain("a replay is read-only: knobs show what was recorded");
             return Vec::new();
@@ -333,6 +452,8 @@ impl App {
                 Vec::new()
             }
             Command::Record => vec![Effect::ToggleRecord],
+            Command::Trace => self.toggle_trace(),
+            Command::ExportTrace => self.export_trace(),
             Command::StepBack => self.replay_move(Effect::Step(-1)),
             Command::StepForward => self.replay_move(Effect::Step(1)),
             Command::SeekBack => self.replay_move(Effect::Seek(-10.0)),
@@ -424,6 +545,27 @@ impl App {
             self.ui.mode = Mode::Presets { selected };
         }
         Vec::new()
+    }
+
+    fn toggle_trace(&mut self) -> Vec<Effect> {
+        self.say(if self.tracing {
+            "stopping the scheduler trace..."
+        } else {
+            "starting the scheduler trace..."
+        });
+        vec![Effect::SetTracing(!self.tracing)]
+    }
+
+    fn export_trace(&mut self) -> Vec<Effect> {
+        if !self.tracing {
+            let trace = self.key_label(Command::Trace);
+            self.complain(format!(
+                "no trace to write: press {trace} to start the scheduler trace first"
+            ));
+            return Vec::new();
+        }
+        self.say("writing the timeline...");
+        vec![Effect::ExportTrace]
     }
 
     /// Stepping and seeking, which only a replay can do.

@@ -370,3 +370,196 @@ fn the_header_flags_foreign_load_and_rt_tasks_holding_every_cpu() {
     let f = app.live.store.foreign_now().expect("flagged");
     assert!((f - 0.5).abs() < 0.05, "{f}");
 }
+
+/// A trace interval at `t` seconds of the fixtures' clock: fair woke with `p50`/`p99` us
+/// of latency and was preempted by fifo `n` times so far.
+pub(crate) fn trace_batch(t: u64, p50: f64, p99: f64, n: u64) -> crate::trace::TraceBatch {
+    use crate::trace::{Preemptor, TaskInterval, TraceBatch};
+    let fair = TaskInterval {
+        tid: 101,
+        switches_in: 10,
+        wakeups: 10,
+        preempted: 2,
+        blocked: 8,
+        wakeup_p50_us: p50,
+        wakeup_p99_us: p99,
+        ..TaskInterval::default()
+    };
+    TraceBatch {
+        t_ns: 1_000_000_000 + t * 1_000_000_000,
+        tasks: vec![
+            TaskInterval {
+                tid: 100,
+                ..TaskInterval::default()
+            },
+            fair,
+        ],
+        events: 100,
+        lost: 0,
+        preemptors: vec![
+            (100, Vec::new()),
+            (
+                101,
+                vec![
+                    Preemptor {
+                        comm: "fifo".into(),
+                        pid: 100,
+                        count: n,
+                    },
+                    Preemptor {
+                        comm: "kworker/0:1".into(),
+                        pid: 17,
+                        count: 3,
+                    },
+                ],
+            ),
+            // Not one of the experiment's: ignored.
+            (999, Vec::new()),
+        ],
+    }
+}
+
+/// The running app with the trace on and three intervals of it.
+pub(crate) fn tracing_app() -> App {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('t'));
+    app.update(Action::Tracing(Ok(true)));
+    for (t, p50, p99, n) in [
+        (2, 12.0, 80.0, 40),
+        (3, 15.0, 120.0, 90),
+        (4, 9.0, 60.0, 1200),
+    ] {
+        app.update(Action::Trace(Box::new(trace_batch(t, p50, p99, n))));
+    }
+    app
+}
+
+#[test]
+fn t_asks_for_the_trace_and_says_what_came_of_it() {
+    let mut app = running_app();
+    assert_eq!(
+        key(&mut app, KeyCode::Char('t')),
+        vec![Effect::SetTracing(true)]
+    );
+    assert!(!app.tracing, "on only once the controller says so");
+    assert!(app.ui.status.contains("starting the scheduler trace"));
+    app.update(Action::Tracing(Ok(true)));
+    assert!(app.tracing && !app.ui.status_is_error);
+    assert!(
+        app.ui
+            .status
+            .starts_with("tracing on: x writes the last 30 s"),
+        "{}",
+        app.ui.status
+    );
+    assert_eq!(
+        key(&mut app, KeyCode::Char('t')),
+        vec![Effect::SetTracing(false)]
+    );
+    app.update(Action::Tracing(Ok(false)));
+    assert!(!app.tracing && app.ui.status == "tracing off");
+}
+
+#[test]
+fn a_refused_trace_is_one_error_line_and_stays_off() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('t'));
+    let refusal = crate::trace::TraceError::NotRoot {
+        paranoid: "2".into(),
+    };
+    app.update(Action::Tracing(Err(refusal.clone())));
+    assert!(!app.tracing && app.ui.status_is_error);
+    assert_eq!(app.ui.status, refusal.to_string());
+    assert!(!app.ui.status.contains('\n'));
+    // Refused while on (a restart, or after an export): it says the trace stopped.
+    app.update(Action::Tracing(Ok(true)));
+    app.update(Action::Tracing(Err(crate::trace::TraceError::NoCpus)));
+    assert!(!app.tracing && app.ui.status.starts_with("tracing stopped: no CPUs"));
+}
+
+#[test]
+fn trace_batches_fill_the_store_and_the_latest_preemptors() {
+    let app = tracing_app();
+    let fair = &app.live.store.trace[1];
+    assert_eq!(fair.len(), 3);
+    let (t, iv) = fair[2];
+    assert!((t - 4.0).abs() < 1e-9, "on the samples' clock: {t}");
+    assert_eq!((iv.wakeup_p50_us, iv.wakeup_p99_us), (9.0, 60.0));
+    assert_eq!(app.live.store.trace[0].len(), 3, "fifo by its tid");
+    assert_eq!(app.live.store.trace_events, 300);
+    let top = &app.live.preemptors[1];
+    assert_eq!(top.len(), 2);
+    assert_eq!((top[0].pid, top[0].count), (100, 1200), "the latest totals");
+    assert!(app.live.preemptors[0].is_empty());
+    assert!(app.trace_in_view());
+    // A new experiment starts with no trace data of the last one.
+    let mut app = app;
+    app.update(Action::Started(Box::new(started())));
+    assert!(app.live.store.trace.iter().all(|s| s.is_empty()));
+    assert!(app.live.preemptors.iter().all(Vec::is_empty));
+    assert!(
+        app.tracing,
+        "the controller traces the restarted workload too"
+    );
+}
+
+#[test]
+fn paused_the_trace_stands_still_like_the_samples() {
+    let mut app = tracing_app();
+    key(&mut app, KeyCode::Char(' '));
+    app.update(Action::Trace(Box::new(trace_batch(5, 1.0, 2.0, 5000))));
+    assert_eq!(app.live.store.trace[1].len(), 3);
+    assert_eq!(app.live.preemptors[1][0].count, 1200);
+}
+
+#[test]
+fn x_writes_a_timeline_only_while_tracing() {
+    let mut app = running_app();
+    assert!(key(&mut app, KeyCode::Char('x')).is_empty());
+    assert!(app.ui.status_is_error);
+    assert!(app.ui.status.contains("press t"), "{}", app.ui.status);
+    let mut app = tracing_app();
+    assert_eq!(key(&mut app, KeyCode::Char('x')), vec![Effect::ExportTrace]);
+    app.update(Action::TraceExported(Ok(
+        "/tmp/schedlab-trace-1.json".into()
+    )));
+    assert_eq!(
+        app.ui.status,
+        "timeline written: /tmp/schedlab-trace-1.json (open it in ui.perfetto.dev)"
+    );
+    app.update(Action::TraceExported(Err(TimelineError::Write(
+        "creating the timeline /tmp/x: File exists".into(),
+    ))));
+    assert!(app.ui.status_is_error && app.ui.status.contains("File exists"));
+}
+
+#[test]
+fn a_replay_refuses_tracing_and_says_it_works_live() {
+    let mut app = running_app();
+    app.replay = true;
+    for c in ['t', 'x'] {
+        assert!(key(&mut app, KeyCode::Char(c)).is_empty());
+        assert!(app.ui.status_is_error);
+        assert!(app.ui.status.contains("only live"), "{}", app.ui.status);
+    }
+}
+
+#[test]
+fn trace_and_export_keys_can_be_rebound() {
+    let km =
+        KeyMap::from_toml("[keys]\ntrace = \"f6\"\nexport_trace = \"ctrl-t\"\n").expect("parses");
+    let mut app = App::new(km, Duration::from_millis(100), false);
+    app.update(Action::Started(Box::new(started())));
+    assert!(
+        key(&mut app, KeyCode::Char('t')).is_empty(),
+        "t is free now"
+    );
+    assert_eq!(key(&mut app, KeyCode::F(6)), vec![Effect::SetTracing(true)]);
+    app.update(Action::Tracing(Ok(true)));
+    assert!(app.ui.status.contains("ctrl-t writes"), "{}", app.ui.status);
+    let fx = app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('t'),
+        KeyModifiers::CONTROL,
+    )));
+    assert_eq!(fx, vec![Effect::ExportTrace]);
+}

@@ -149,6 +149,9 @@ pub struct TraceBatch {
     pub events: u64,
     /// Records the kernel reported lost since the previous batch.
     pub lost: u64,
+    /// Per target (tid): who was switched in when it was preempted, the top 5 since the
+    /// trace started (cumulative, not per interval), for the workbench's live panel.
+    pub preemptors: Vec<(i32, Vec<Preemptor>)>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -690,6 +693,12 @@ impl Sink {
             tasks: self.agg.take_interval(),
             events: std::mem::take(&mut self.interval_events),
             lost: std::mem::take(&mut self.interval_lost),
+            preemptors: self
+                .agg
+                .totals()
+                .into_iter()
+                .map(|t| (t.tid, t.preemptors))
+                .collect(),
         }
     }
 

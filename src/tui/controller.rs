@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::app::{TimelineError, TRACE_KEEP};
 use crate::error::KnobError;
 use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
@@ -19,6 +20,7 @@ use crate::lab::record::{RecordError, Recorder};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::sampler::Batch;
+use crate::trace::{TraceBatch, TraceError};
 
 /// Requests from the UI.
 #[derive(Debug)]
@@ -29,6 +31,10 @@ pub enum Request {
     Restart(Option<String>),
     /// Start recording to this file (Some) or stop (None).
     Record(Option<PathBuf>),
+    /// Start (true) or stop the scheduler trace; it stays on across restarts.
+    Trace(bool),
+    /// Write the trace's kept window as a Perfetto timeline to this new file.
+    ExportTrace(PathBuf),
     Quit,
 }
 
@@ -44,6 +50,12 @@ pub enum Event {
     SystemKnobs(Vec<sys::KnobInfo>),
     /// Recording to this file (Some), stopped (None), or why it could not start.
     Recording(Result<Option<String>, RecordError>),
+    /// The trace is on (true) or off, or why it could not start.
+    Tracing(Result<bool, TraceError>),
+    /// One interval of the trace.
+    Trace(Box<TraceBatch>),
+    /// The timeline's path, or why it was not written.
+    TraceExported(Result<String, TimelineError>),
     Error(String),
     /// The workload is gone and the knobs restored; the lines say what was restored.
     Stopped(Vec<String>),
@@ -75,6 +87,7 @@ pub fn spawn(
                 events,
                 running: None,
                 recorder: None,
+                tracing: false,
             };
             ctl.start();
             ctl.send(Event::SystemKnobs(sys::list(&ctl.sys.probe)));
@@ -98,6 +111,8 @@ struct Controller {
     running: Option<Experiment>,
     /// A recording while no experiment runs (between a failed restart and the next).
     recorder: Option<Box<dyn Recorder>>,
+    /// The user turned the trace on: a restarted experiment is traced too.
+    tracing: bool,
 }
 
 impl Controller {
@@ -113,6 +128,9 @@ impl Controller {
                 while let Some(polled) = exp.poll(Duration::ZERO) {
                     // The batch goes to the UI, which keeps the store.
                     let _ = self.events.send(Event::Batch(Box::new(polled.batch)));
+                    for tb in polled.trace {
+                        let _ = self.events.send(Event::Trace(Box::new(tb)));
+                    }
                 }
             }
             let request = match rx.recv_timeout(Duration::from_millis(5)) {
@@ -140,6 +158,19 @@ impl Controller {
             }
             Request::Restart(name) => self.restart(name),
             Request::Record(path) => self.record(path),
+            Request::Trace(on) => {
+                let result = self.set_tracing(on);
+                self.send(Event::Tracing(result));
+            }
+            Request::ExportTrace(path) => {
+                let (written, restarted) = self.export_trace(&path);
+                self.send(Event::TraceExported(written));
+                // After the file's news: a trace that could not start again is what
+                // the user has to act on.
+                if let Err(e) = restarted {
+                    self.send(Event::Tracing(Err(e)));
+                }
+            }
             Request::Quit => {}
         }
     }
@@ -160,6 +191,12 @@ impl Controller {
                     exp.record(Some(rec), &self.sys);
                 }
                 self.running = Some(exp);
+                // Only a refusal is news: the UI still shows the trace as on.
+                if self.tracing {
+                    if let Err(e) = self.set_tracing(true) {
+                        self.send(Event::Tracing(Err(e)));
+                    }
+                }
             }
             Err(e) => self.send(Event::Error(format!("{e:#}"))),
         }
@@ -228,5 +265,71 @@ impl Controller {
             }
             Err(e) => self.send(Event::Recording(Err(RecordError(format!("{e:#}"))))),
         }
+    }
+
+    /// Start or stop the running experiment's trace; what a stopped trace had not
+    /// handed over yet still goes to the UI. Without an experiment only the wish is kept
+    /// (the next start traces).
+    fn set_tracing(&mut self, on: bool) -> Result<bool, TraceError> {
+        let Some(exp) = self.running.as_mut() else {
+            self.tracing = on;
+            return Ok(on);
+        };
+        let was_on = exp.tracing().0;
+        let result = exp.set_tracing(on, Some(TRACE_KEEP), self.interval, &mut self.sys);
+        self.tracing = on && result.is_ok();
+        if was_on && !on {
+            self.forward_pending();
+        }
+        result.map(|()| on)
+    }
+
+    /// The last intervals of the trace just stopped, which no poll will see.
+    fn forward_pending(&self) {
+        let pending = self
+            .running
+            .as_ref()
+            .and_then(Experiment::stopped_trace)
+            .map(|t| t.pending.clone())
+            .unwrap_or_default();
+        for tb in pending {
+            self.send(Event::Trace(Box::new(tb)));
+        }
+    }
+
+    /// Stop the trace (its events are handed over only then), trace on, and write the
+    /// stopped trace's kept window to `path`: what came of the file, and of starting
+    /// again. The new trace starts before the write (seconds for a busy preset's 30 s),
+    /// so the trace misses only the stop and start.
+    fn export_trace(
+        &mut self,
+        path: &std::path::Path,
+    ) -> (Result<String, TimelineError>, Result<bool, TraceError>) {
+        let tracing = match &self.running {
+            None => return (Err(TimelineError::NoWorkload), Ok(false)),
+            Some(exp) => exp.tracing().0,
+        };
+        if !tracing {
+            return (Err(TimelineError::NotTracing), Ok(false));
+        }
+        // Stopping is never refused.
+        let _ = self.set_tracing(false);
+        // Starting leaves the stopped trace in place until the next stop.
+        let restarted = self.set_tracing(true);
+        (self.write_timeline(path), restarted)
+    }
+
+    fn write_timeline(&self, path: &std::path::Path) -> Result<String, TimelineError> {
+        let exp = self.running.as_ref().ok_or(TimelineError::NoWorkload)?;
+        let trace = exp.stopped_trace().ok_or(TimelineError::NotTracing)?;
+        crate::report::trace::timeline(
+            trace,
+            exp.events(),
+            exp.store().start_ns.unwrap_or(0),
+            &exp.started().preset.name,
+            path,
+        )
+        .map_err(|e| TimelineError::Write(format!("{e:#}")))?;
+        Ok(path.display().to_string())
     }
 }

@@ -44,6 +44,9 @@ fn to_action(e: Event) -> Option<Action> {
         Event::KnobResult { setting, result } => Action::KnobResult { setting, result },
         Event::SystemKnobs(k) => Action::SystemKnobs(k),
         Event::Recording(r) => Action::Recording(r),
+        Event::Tracing(r) => Action::Tracing(r),
+        Event::Trace(b) => Action::Trace(b),
+        Event::TraceExported(r) => Action::TraceExported(r),
         Event::Error(e) => Action::Error(e),
         Event::Stopped(_) => return None,
     })
@@ -182,14 +185,7 @@ async fn event_loop(
             break;
         }
         for action in actions {
-            // Input redraws at once (a key shows its effect immediately); data waits for the tick.
-            let is_input = matches!(
-                action,
-                Action::Key(_)
-                    | Action::ClickTask(_)
-                    | Action::Resize(..)
-                    | Action::KnobResult { .. }
-            );
+            let is_input = redraws_at_once(&action);
             if matches!(action, Action::Key(_)) {
                 trace.key();
             }
@@ -212,6 +208,20 @@ async fn event_loop(
         let _ = handle.join();
     }
     Ok(restored)
+}
+
+/// Input and the answers to keys redraw at once (a key shows its effect immediately);
+/// data waits for the tick.
+fn redraws_at_once(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Key(_)
+            | Action::ClickTask(_)
+            | Action::Resize(..)
+            | Action::KnobResult { .. }
+            | Action::Tracing(_)
+            | Action::TraceExported(_)
+    )
 }
 
 /// What a terminal event asks of the App: a key, a click on a task row, a resize.
@@ -288,6 +298,11 @@ impl Runner<'_> {
                                     .join(format!("schedlab-{}.jsonl", unix_time())),
                             ),
                         })),
+                        Effect::SetTracing(on) => Some(Request::Trace(on)),
+                        Effect::ExportTrace => Some(Request::ExportTrace(
+                            self.record_dir
+                                .join(format!("schedlab-trace-{}.json", unix_time())),
+                        )),
                         Effect::Quit => {
                             self.quitting.get_or_insert_with(Instant::now);
                             Some(Request::Quit)
@@ -331,7 +346,7 @@ fn feed(app: &mut App, actions: Vec<Action>, effects: &mut std::collections::Vec
     }
 }
 
-/// Seconds since the epoch, for recording file names.
+/// Seconds since the epoch, for recording and timeline file names.
 fn unix_time() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

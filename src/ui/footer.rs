@@ -53,6 +53,7 @@ pub fn render_keys(frame: &mut Frame, area: Rect, app: &App) {
                     (Command::CommandLine, "set"),
                     (Command::NextPanel, "knobs"),
                     (Command::Note, "note"),
+                    (Command::Trace, "trace"),
                     (Command::Pause, "pause"),
                     (Command::Presets, "presets"),
                     (Command::Quit, "quit"),

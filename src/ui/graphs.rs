@@ -1,6 +1,7 @@
 //! Live graphs over a scrolling window: CPU share and switches per task, the preset's
-//! headline (throughput or latency), per-CPU busy and steal. Every knob change is a
-//! vertical mark on each graph's time axis and is named in the line above them.
+//! headline (throughput or latency), per-CPU busy and steal, and while the scheduler
+//! trace is in view its wakeup latency per task. Every knob change is a vertical mark on
+//! each graph's time axis and is named in the line above them.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -15,6 +16,14 @@ use crate::report::si;
 
 /// At most this many task lines per chart; the busiest are shown.
 const MAX_LINES: usize = 6;
+/// At most this many tasks' wakeup latency (two lines each, p50 and p99).
+const MAX_TRACE_TASKS: usize = 3;
+/// Charts at least this tall draw several tasks' wakeup latency: their legend fits.
+/// Smaller ones draw the selected task's (or the worst one's) and name it in the title.
+const ROOMY_CHART: u16 = 12;
+/// Rows per chart from which the trace's graph gets a row of its own, full width, below
+/// the four others; with less it takes the per-CPU graph's place.
+const TRACE_ROW_MIN: u16 = 9;
 
 /// One line of a chart.
 struct Series {
@@ -154,6 +163,11 @@ fn micros(v: f64) -> String {
     format!("{}us", si(v / 1000.0))
 }
 
+/// A value already in microseconds.
+fn micros_us(v: f64) -> String {
+    format!("{}us", si(v))
+}
+
 /// The line naming the knob changes visible in the window.
 fn marks_line(app: &App) -> Line<'static> {
     let (from, _) = window(app);
@@ -177,6 +191,14 @@ fn marks_line(app: &App) -> Line<'static> {
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let [marks, grid] = Layout::vertical([Constraint::Length(1), Constraint::Min(4)]).areas(area);
     frame.render_widget(Paragraph::new(marks_line(app)), marks);
+    let trace = app.trace_in_view();
+    // A third row only where each chart keeps enough rows to read.
+    let (grid, trace_row) = if trace && grid.height >= 3 * TRACE_ROW_MIN {
+        let [g, t] = Layout::vertical([Constraint::Fill(2), Constraint::Fill(1)]).areas(grid);
+        (g, Some(t))
+    } else {
+        (grid, None)
+    };
     let [top, bottom] =
         Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(grid);
     let [tl, tr] =
@@ -188,7 +210,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     render_cpu_share(frame, tl, app, &ids, from);
     render_switches(frame, tr, app, &ids, from);
     render_headline(frame, bl, app, from);
-    render_cpus(frame, br, app, from);
+    match trace_row {
+        Some(row) => {
+            render_cpus(frame, br, app, from);
+            render_wakeup(frame, row, app, from);
+        }
+        // Short of room the trace, which the user just asked for, wins over per-CPU
+        // busy (back when the trace is off and its data has left the window).
+        None if trace => render_wakeup(frame, br, app, from),
+        None => render_cpus(frame, br, app, from),
+    }
 }
 
 fn render_cpu_share(frame: &mut Frame, area: Rect, app: &App, ids: &[usize], from: f64) {
@@ -335,4 +366,72 @@ fn render_cpus(frame: &mut Frame, area: Rect, app: &App, from: f64) {
         &cpu_series,
         100.0 / 1.1,
     );
+}
+
+/// The tasks whose wakeup latency to draw: the selected one first, then the worst p99 in
+/// the window; only tasks with a wake-up measured in it; at most `max`, in task order
+/// (a task keeps its colour while others come and go).
+fn traced_tasks(app: &App, from: f64, max: usize) -> Vec<usize> {
+    let worst = |i: usize| {
+        app.live.store.trace.get(i).map_or(0.0, |s| {
+            s.iter()
+                .filter(|(t, _)| *t >= from)
+                .map(|(_, iv)| iv.wakeup_p99_us)
+                .fold(0.0, f64::max)
+        })
+    };
+    let selected = app.ui.selected_task;
+    let mut ids: Vec<(usize, f64)> = (0..app.live.tasks.len())
+        .map(|i| (i, worst(i)))
+        .filter(|(_, w)| *w > 0.0)
+        .collect();
+    ids.sort_by(|a, b| {
+        (b.0 == selected)
+            .cmp(&(a.0 == selected))
+            .then(b.1.total_cmp(&a.1))
+            .then(a.0.cmp(&b.0))
+    });
+    ids.truncate(max);
+    let mut ids: Vec<usize> = ids.into_iter().map(|(i, _)| i).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Wakeup latency (sched_waking to switched in) per trace interval, p50 and p99 per
+/// task, in microseconds. Intervals without a wake-up have no point.
+fn render_wakeup(frame: &mut Frame, area: Rect, app: &App, from: f64) {
+    let roomy = area.height >= ROOMY_CHART;
+    let ids = traced_tasks(app, from, if roomy { MAX_TRACE_TASKS } else { 1 });
+    let name = |i: usize| app.live.tasks.get(i).map_or("", |t| t.name.as_str());
+    let pts = |i: usize, f: fn(&crate::trace::TaskInterval) -> f64| -> Vec<(f64, f64)> {
+        app.live.store.trace.get(i).map_or_else(Vec::new, |s| {
+            s.iter()
+                .filter(|(t, iv)| *t >= from && f(iv) > 0.0)
+                .map(|(t, iv)| (*t, f(iv)))
+                .collect()
+        })
+    };
+    let mut series = Vec::new();
+    for &i in &ids {
+        // One task: its name is in the title, the legend says which line is which.
+        let prefix = if roomy {
+            format!("{} ", name(i))
+        } else {
+            String::new()
+        };
+        series.push(Series {
+            name: format!("{prefix}p50"),
+            points: pts(i, |iv| iv.wakeup_p50_us),
+        });
+        series.push(Series {
+            name: format!("{prefix}p99"),
+            points: pts(i, |iv| iv.wakeup_p99_us),
+        });
+    }
+    let title = match (ids.as_slice(), roomy) {
+        ([], _) => "wakeup latency (trace): no wake-ups yet".to_string(),
+        ([one], false) => format!("wakeup latency (trace) {}", name(*one)),
+        _ => "wakeup latency (trace)".to_string(),
+    };
+    draw(frame, area, app, &title, micros_us, &series, 10.0);
 }

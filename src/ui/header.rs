@@ -1,4 +1,6 @@
-//! The top line: preset, kernel, CPUs, elapsed time, sampling interval, live or paused.
+//! The top line: preset, kernel, CPUs, elapsed time, sampling interval, live or paused,
+//! and what is on or wrong: foreign load, RT holding every CPU, the scheduler trace, a
+//! recording.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -19,16 +21,27 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         (false, true) => "PAUSED",
         (false, false) => "LIVE",
     };
+    let flags = flags(app);
+    let kernel = format!("Linux {}  ", app.kernel);
+    let details = format!(
+        "{} CPUs  t={:.1}s  every {} ms  ",
+        app.cpus,
+        app.live.now_s(),
+        app.ui.interval.as_millis()
+    );
+    let width = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
+    let fixed = " schedlab ".len() + preset.chars().count() + 2 + details.len() + state.len();
+    // The kernel goes first when the line is too long: the state and the flags are what
+    // changes and what warns.
+    let kernel = if fixed + kernel.chars().count() + width(&flags) > area.width as usize {
+        String::new()
+    } else {
+        kernel
+    };
     let mut spans = vec![
         Span::styled(" schedlab ", theme::title(app)),
         Span::styled(preset.to_string(), theme::key(app)),
-        Span::raw(format!(
-            "  Linux {}  {} CPUs  t={:.1}s  every {} ms  ",
-            app.kernel,
-            app.cpus,
-            app.live.now_s(),
-            app.ui.interval.as_millis()
-        )),
+        Span::raw(format!("  {kernel}{details}")),
         Span::styled(
             state,
             if app.ui.paused {
@@ -38,6 +51,13 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             },
         ),
     ];
+    spans.extend(flags);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// What the header flags after the state.
+fn flags(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     if let Some(f) = app.live.store.foreign_now() {
         spans.push(Span::styled(
             format!("  FOREIGN LOAD {f:.1} CPU"),
@@ -49,8 +69,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         // windows RT throttling leaves (measured: up to 1.5 s).
         spans.push(Span::styled("  RT HOLDS ALL CPUS", theme::error(app)));
     }
+    if app.tracing {
+        spans.push(Span::styled("  TRACE", theme::key(app)));
+    }
     if let Some(path) = &app.recording {
         spans.push(Span::styled(format!("  ● REC {path}"), theme::error(app)));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    spans
 }

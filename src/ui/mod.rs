@@ -7,6 +7,7 @@ pub mod header;
 pub mod knobs;
 pub mod note;
 pub mod popup;
+pub mod preempt;
 pub mod tasks;
 pub mod theme;
 
@@ -29,10 +30,23 @@ pub struct Regions {
     pub tasks: Rect,
     pub graphs: Rect,
     /// Knobs and note beside the graphs on wide terminals.
-    pub side: Option<Rect>,
+    pub side: Option<Side>,
+    /// The selected task's preemptors while the trace is in view: a panel in the side
+    /// column, or one line above the graphs where there is no side column.
+    pub preempt: Option<Rect>,
     pub status: Rect,
     pub footer: Rect,
 }
+
+/// The side column's panels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Side {
+    pub knobs: Rect,
+    pub note: Rect,
+}
+
+/// Rows of the preemptors panel in the side column: its title and the top five.
+const PREEMPT_PANEL_H: u16 = 6;
 
 /// Split the screen. Wide terminals get a side panel; narrow ones show knobs or the note
 /// in place of the graphs when asked (Tab, n).
@@ -47,25 +61,48 @@ pub fn layout(area: Rect, app: &App) -> Regions {
         Constraint::Length(1),
     ])
     .areas(area);
-    let (graphs, side) = if area.width >= 120 {
+    let trace = app.trace_in_view();
+    let (graphs, side, preempt) = if area.width >= 120 {
         let [g, _, s] = Layout::horizontal([
             Constraint::Min(70),
             Constraint::Length(1),
             Constraint::Length(44),
         ])
         .areas(main);
-        (g, Some(s))
+        let (side, preempt) = split_side(s, trace);
+        (g, Some(side), preempt)
+    } else if trace {
+        let [p, g] = Layout::vertical([Constraint::Length(1), Constraint::Min(4)]).areas(main);
+        (g, None, Some(p))
     } else {
-        (main, None)
+        (main, None, None)
     };
     Regions {
         header,
         tasks,
         graphs,
         side,
+        preempt,
         status,
         footer,
     }
+}
+
+/// Knobs over the note, with the preemptors panel between them while the trace is in
+/// view (the knobs give up more of their room: they rarely fill it).
+fn split_side(side: Rect, trace: bool) -> (Side, Option<Rect>) {
+    if !trace {
+        let [knobs, note] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(side);
+        return (Side { knobs, note }, None);
+    }
+    let [knobs, preempt, note] = Layout::vertical([
+        Constraint::Fill(55),
+        Constraint::Length(PREEMPT_PANEL_H),
+        Constraint::Fill(45),
+    ])
+    .areas(side);
+    (Side { knobs, note }, Some(preempt))
 }
 
 /// The task index under screen row `y`, if any (for mouse clicks).
@@ -100,14 +137,15 @@ pub fn render(frame: &mut Frame, app: &App) {
     match r.side {
         Some(side) => {
             graphs::render(frame, r.graphs, app);
-            let [k, n] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)])
-                .areas(side);
-            knobs::render(frame, k, app);
-            note::render(frame, n, app);
+            knobs::render(frame, side.knobs, app);
+            note::render(frame, side.note, app);
         }
         None if app.ui.show_note => note::render(frame, r.graphs, app),
         None if app.ui.panel == Panel::Knobs => knobs::render(frame, r.graphs, app),
         None => graphs::render(frame, r.graphs, app),
+    }
+    if let Some(p) = r.preempt {
+        preempt::render(frame, p, app);
     }
     footer::render_status(frame, r.status, app);
     footer::render_keys(frame, r.footer, app);

@@ -175,3 +175,98 @@ fn no_color_uses_no_colours_but_shapes_and_reverse_video() {
         .iter()
         .any(|c| c.fg != ratatui::style::Color::Reset));
 }
+
+/// The app with a knob change and the trace on, fair selected (the one that waits).
+fn app_tracing() -> App {
+    let mut app = crate::app::tests::tracing_app();
+    app.update(Action::KnobResult {
+        setting: "fair.policy=batch".into(),
+        result: Ok("applied to fair".into()),
+    });
+    for t in 5..8 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
+    for (t, p50, p99) in [(5, 11.0, 70.0), (6, 14.0, 150.0), (7, 10.0, 90.0)] {
+        let b = crate::app::tests::trace_batch(t, p50, p99, 1500 + t);
+        app.update(Action::Trace(Box::new(b)));
+    }
+    app.ui.selected_task = 1;
+    app
+}
+
+#[test]
+fn header_says_trace_while_tracing() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(90, 1, |f, a| super::header::render(f, a, &app)));
+}
+
+#[test]
+fn graphs_short_of_room_put_wakeup_latency_in_place_of_per_cpu() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(100, 20, |f, a| super::graphs::render(f, a, &app)));
+}
+
+#[test]
+fn graphs_with_room_give_wakeup_latency_a_row_of_its_own() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(110, 40, |f, a| super::graphs::render(f, a, &app)));
+}
+
+#[test]
+fn preemptors_panel_lists_the_selected_tasks_top_preemptors() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(44, 6, |f, a| super::preempt::render(f, a, &app)));
+}
+
+#[test]
+fn preemptors_line_where_there_is_no_side_column() {
+    let mut app = app_tracing();
+    insta::assert_snapshot!(
+        "preemptors_line_fair",
+        draw(80, 1, |f, a| super::preempt::render(f, a, &app))
+    );
+    app.ui.selected_task = 0;
+    insta::assert_snapshot!(
+        "preemptors_line_fifo",
+        draw(80, 1, |f, a| super::preempt::render(f, a, &app))
+    );
+}
+
+#[test]
+fn whole_screen_tracing_at_80x24() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(80, 24, |f, _| super::render(f, &app)));
+}
+
+#[test]
+fn whole_screen_tracing_at_160x48() {
+    let app = app_tracing();
+    insta::assert_snapshot!(draw(160, 48, |f, _| super::render(f, &app)));
+}
+
+#[test]
+fn the_trace_leaves_the_screen_once_off_and_out_of_the_window() {
+    let mut app = app_tracing();
+    app.update(Action::Tracing(Ok(false)));
+    assert!(app.trace_in_view(), "its data is still in the window");
+    app.ui.window_s = 2.0;
+    for t in 8..12 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
+    assert!(!app.trace_in_view());
+    let r = super::layout(Rect::new(0, 0, 80, 24), &app);
+    assert_eq!(r.preempt, None);
+    let wide = super::layout(Rect::new(0, 0, 160, 48), &app);
+    assert_eq!(wide.preempt, None);
+}
+
+#[test]
+fn task_rows_map_to_clicks_while_tracing() {
+    let app = app_tracing();
+    for (w, h) in [(80, 24), (160, 48)] {
+        let r = super::layout(Rect::new(0, 0, w, h), &app);
+        assert_eq!(super::task_at(&r, &app, r.tasks.y + 2), Some(0));
+        assert_eq!(super::task_at(&r, &app, r.tasks.y + 3), Some(1));
+        assert!(r.preempt.is_some());
+    }
+}
