@@ -41,42 +41,13 @@ pub fn traced_pingpong(
             go.wait();
         }
     };
-    let pong_ready = side("pong");
-    let pong = std::thread::Builder::new()
-        .name("check-tpong".into())
-        .spawn(move || {
-            pong_ready();
-            // Ends at EOF: when the ping side's write end closes, however it ended.
-            let (mut r, mut w) = (File::from(to_pong_r), File::from(to_ping_w));
-            let mut b = [0u8; 1];
-            loop {
-                match r.read_exact(&mut b) {
-                    Ok(()) => w.write_all(&b).context("pong writing")?,
-                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(()),
-                    Err(e) => return Err(e).context("pong reading"),
-                }
-            }
-        })
-        .context("starting the pong thread")?;
-    let ping_ready = side("ping");
-    let (stop_ping, abort_ping) = (Arc::clone(stop), Arc::clone(&abort));
-    let ping = std::thread::Builder::new()
-        .name("check-tping".into())
-        .spawn(move || {
-            ping_ready();
-            let (mut w, mut r) = (File::from(to_pong_w), File::from(to_ping_r));
-            let mut b = [0u8; 1];
-            let start = Instant::now();
-            while start.elapsed() < duration
-                && !stop_ping.load(Ordering::Relaxed)
-                && !abort_ping.load(Ordering::Relaxed)
-            {
-                w.write_all(&b).context("ping writing")?;
-                r.read_exact(&mut b).context("ping reading")?;
-            }
-            Ok(())
-        })
-        .context("starting the ping thread")?;
+    let pong = spawn_pong(side("pong"), File::from(to_pong_r), File::from(to_ping_w))?;
+    let ping = spawn_ping(
+        side("ping"),
+        (File::from(to_pong_w), File::from(to_ping_r)),
+        duration,
+        [Arc::clone(stop), Arc::clone(&abort)],
+    )?;
     drop(tid_tx);
     let mut targets = Vec::new();
     let mut failure = None;
@@ -101,4 +72,50 @@ pub fn traced_pingpong(
     pinged?;
     ponged?;
     Ok(fin)
+}
+
+/// The woken side: echoes every byte until EOF, when the ping side's write end closes,
+/// however it ended.
+fn spawn_pong(
+    ready: impl FnOnce() + Send + 'static,
+    mut r: File,
+    mut w: File,
+) -> Result<std::thread::JoinHandle<Result<()>>> {
+    std::thread::Builder::new()
+        .name("check-tpong".into())
+        .spawn(move || {
+            ready();
+            let mut b = [0u8; 1];
+            loop {
+                match r.read_exact(&mut b) {
+                    Ok(()) => w.write_all(&b).context("pong writing")?,
+                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(()),
+                    Err(e) => return Err(e).context("pong reading"),
+                }
+            }
+        })
+        .context("starting the pong thread")
+}
+
+/// The waking side: a byte there and back until `duration` passes or a flag in `stop`
+/// (the user's, or the start's failure) is set.
+fn spawn_ping(
+    ready: impl FnOnce() + Send + 'static,
+    (mut w, mut r): (File, File),
+    duration: Duration,
+    stop: [Arc<AtomicBool>; 2],
+) -> Result<std::thread::JoinHandle<Result<()>>> {
+    std::thread::Builder::new()
+        .name("check-tping".into())
+        .spawn(move || {
+            ready();
+            let mut b = [0u8; 1];
+            let start = Instant::now();
+            while start.elapsed() < duration && !stop.iter().any(|s| s.load(Ordering::Relaxed)) {
+                w.write_all(&b).context("ping writing")?;
+                r.read_exact(&mut b).context("ping reading")?;
+            }
+            Ok(())
+        })
+        .context("starting the ping thread")
 }

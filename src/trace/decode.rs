@@ -57,6 +57,12 @@ pub fn switch_in(misc: u16, body: &[u8]) -> Option<SwitchIn> {
 /// The length of a task name in the kernel (TASK_COMM_LEN).
 const COMM_LEN: usize = 16;
 
+/// A field the decoder reads is missing or of a type it cannot use (the message names
+/// the tracepoint and the field).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unusable(pub String);
+
 /// An integer field: where it is and how to widen it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Int {
@@ -66,15 +72,15 @@ struct Int {
 }
 
 impl Int {
-    fn of(format: &Format, name: &str) -> Result<Int, String> {
+    fn of(format: &Format, name: &str) -> Result<Int, Unusable> {
         let f = format
             .field(name)
-            .ok_or_else(|| format!("{} has no field {name}", format.name))?;
+            .ok_or_else(|| Unusable(format!("{} has no field {name}", format.name)))?;
         if !matches!(f.size, 1 | 2 | 4 | 8) || f.array_len.is_some() {
-            return Err(format!(
+            return Err(Unusable(format!(
                 "{}: field {name} is {} ({} bytes), not an integer",
                 format.name, f.ty, f.size
-            ));
+            )));
         }
         Ok(Int {
             offset: f.offset,
@@ -127,15 +133,15 @@ struct Comm {
 }
 
 impl Comm {
-    fn of(format: &Format, name: &str) -> Result<Comm, String> {
+    fn of(format: &Format, name: &str) -> Result<Comm, Unusable> {
         let f = format
             .field(name)
-            .ok_or_else(|| format!("{} has no field {name}", format.name))?;
+            .ok_or_else(|| Unusable(format!("{} has no field {name}", format.name)))?;
         if f.array_len.is_none() || f.size == 0 {
-            return Err(format!(
+            return Err(Unusable(format!(
                 "{}: field {name} is {}, not a fixed char array",
                 format.name, f.ty
-            ));
+            )));
         }
         Ok(Comm {
             offset: f.offset,
@@ -160,7 +166,7 @@ struct Wake {
 }
 
 impl Wake {
-    fn of(format: &Format) -> Result<Wake, String> {
+    fn of(format: &Format) -> Result<Wake, Unusable> {
         Ok(Wake {
             id: u64::from(format.id),
             pid: Int::of(format, "pid")?,
@@ -224,7 +230,7 @@ pub struct Decoder {
 impl Decoder {
     /// Check that every field the decoder reads is there and has a usable type; the
     /// message names the tracepoint and field otherwise.
-    pub fn new(f: &SchedFormats) -> Result<Decoder, String> {
+    pub fn new(f: &SchedFormats) -> Result<Decoder, Unusable> {
         let common_type = Int::of(&f.switch, "common_type")?;
         let common_pid = Int::of(&f.switch, "common_pid")?;
         // All tracepoints share struct trace_entry; the tracepoint is told apart by
@@ -233,10 +239,10 @@ impl Decoder {
             if Int::of(other, "common_type")? != common_type
                 || Int::of(other, "common_pid")? != common_pid
             {
-                return Err(format!(
+                return Err(Unusable(format!(
                     "{}: common fields differ from sched_switch's",
                     other.name
-                ));
+                )));
             }
         }
         Ok(Decoder {
@@ -598,7 +604,7 @@ pub(crate) mod tests {
     fn missing_or_odd_fields_are_named() {
         let mut f = fixture_formats();
         f.waking.fields.retain(|x| x.name != "target_cpu");
-        let e = Decoder::new(&f).unwrap_err();
+        let e = Decoder::new(&f).unwrap_err().0;
         assert!(
             e.contains("sched_waking") && e.contains("target_cpu"),
             "{e}"
@@ -609,14 +615,14 @@ pub(crate) mod tests {
                 x.size = 3;
             }
         });
-        let e = Decoder::new(&f).unwrap_err();
+        let e = Decoder::new(&f).unwrap_err().0;
         assert!(
             e.contains("next_pid") && e.contains("not an integer"),
             "{e}"
         );
         let mut f = fixture_formats();
         f.migrate.fields[0].offset = 2;
-        let e = Decoder::new(&f).unwrap_err();
+        let e = Decoder::new(&f).unwrap_err().0;
         assert!(e.contains("common fields"), "{e}");
     }
 }

@@ -42,7 +42,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use decode::{Decoder, SchedFormats, Undecodable, TRACEPOINTS};
+pub use decode::{Decoder, SchedFormats, Undecodable, Unusable, TRACEPOINTS};
 pub use format::{Field, Format, FormatError};
 pub use ring::RING_PAGES;
 pub use stats::{comm_str, Aggregator, HIST_HIGH_NS};
@@ -282,7 +282,7 @@ impl Tracer {
         let root = tracefs::ensure(journal)?;
         let formats = tracefs::read_formats(&root)?;
         // The decoder's messages start with the tracepoint's name.
-        let decoder = Decoder::new(&formats).map_err(|why| TraceError::BadFormat {
+        let decoder = Decoder::new(&formats).map_err(|Unusable(why)| TraceError::BadFormat {
             name: why
                 .split([' ', ':'])
                 .next()
