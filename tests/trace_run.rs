@@ -90,10 +90,10 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
         "reader wakeups {wakeups} vs voluntary switches {voluntary}"
     );
     assert!(num(&reader["wakeup_latency"]["p50_us"], "p50") > 0.0);
-    // Under OTHER the writer is preempted by the woken reader (`wc`), again and again.
+    // Under OTHER the writer is preempted by the woken reader (`wc`, named as the task).
     let writer = &task(&r, "writer")["sched"];
     assert!(num(&writer["preempted"], "preempted") > 1000.0, "{writer}");
-    assert_eq!(writer["preemptors"][0]["comm"], "wc", "{writer}");
+    assert_eq!(writer["preemptors"][0]["comm"], "reader", "{writer}");
 
     let text = std::fs::read_to_string(&timeline).expect("the timeline was written");
     let t: serde_json::Value = serde_json::from_str(&text).expect("the timeline is JSON");
