@@ -64,6 +64,10 @@ pub enum Event {
 /// Opens a recorder for a path; given by the TUI so the controller stays format-agnostic.
 pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>> + Send>;
 
+/// How long a sampled batch may wait before it is forwarded to the UI (which redraws
+/// data every 100 ms anyway).
+const FORWARD_EVERY: Duration = Duration::from_millis(20);
+
 /// Start the controller thread with `preset` running.
 pub fn spawn(
     preset: Preset,
@@ -133,7 +137,10 @@ impl Controller {
                     }
                 }
             }
-            let request = match rx.recv_timeout(Duration::from_millis(5)) {
+            // A request wakes this at once; batches wait at most FORWARD_EVERY. Each wake-up
+            // of this FIFO thread preempts whatever runs on its CPU (the trace shows it
+            // among the experiment's preemptors), so it wakes 50 times a second, not 200.
+            let request = match rx.recv_timeout(FORWARD_EVERY) {
                 Ok(Request::Quit) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(r) => r,
                 Err(RecvTimeoutError::Timeout) => continue,
