@@ -72,23 +72,10 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
             trace.lost
         ));
     }
-    // A preemptor that is one of the experiment's tasks is named as the report names it
-    // (its comm is the worker binary's, the same for every task).
-    let names: BTreeMap<i32, String> = trace
-        .tasks
-        .iter()
-        .map(|t| (t.tid, t.name.clone()))
-        .collect();
     // The report's tasks are the workload's, in order: the same index as the store's.
     for (id, task) in report.tasks.iter_mut().enumerate() {
         if let Some(t) = trace.tasks.iter().find(|t| t.tid == task.tid) {
-            let mut sched = sched_report(&f.store, id, t);
-            for p in &mut sched.trace.preemptors {
-                if let Some(name) = names.get(&p.pid) {
-                    p.comm.clone_from(name);
-                }
-            }
-            task.sched = Some(sched);
+            task.sched = Some(sched_report(&f.store, id, t));
         }
     }
     let secs = trace.elapsed_ns as f64 / 1e9;
@@ -172,15 +159,15 @@ pub fn timeline(
         .filter_map(|e| timeline_event(e, &mut names))
         .collect();
     let targets: Vec<i32> = trace.tasks.iter().map(|t| t.tid).collect();
+    // Worded as the report's table and the CSV word them.
     let marks: Vec<(u64, String)> = events
         .iter()
         .map(|e| {
-            let t_ns = start_ns + (e.t_s * 1e9) as u64;
-            let result = match &e.result {
-                Ok(v) => format!("ok: {v}"),
-                Err(err) => format!("refused: {err}"),
-            };
-            (t_ns, format!("{} -> {result}", e.setting))
+            let r = super::build::event_report(e);
+            (
+                start_ns + (e.t_s * 1e9) as u64,
+                format!("{} -> {}", r.setting, r.result),
+            )
         })
         .collect();
     let file = crate::state::create_new(path)

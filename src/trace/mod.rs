@@ -108,6 +108,8 @@ pub struct LatencySummary {
 /// A task that was switched in when a target was preempted.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Preemptor {
+    /// The task's name if it is one of the experiment's, else the kernel's comm ("pid N"
+    /// when the kernel gave none).
     pub comm: String,
     pub pid: i32,
     pub count: u64,
@@ -693,12 +695,7 @@ impl Sink {
             tasks: self.agg.take_interval(),
             events: std::mem::take(&mut self.interval_events),
             lost: std::mem::take(&mut self.interval_lost),
-            preemptors: self
-                .agg
-                .totals()
-                .into_iter()
-                .map(|t| (t.tid, t.preemptors))
-                .collect(),
+            preemptors: self.agg.preemptors(),
         }
     }
 

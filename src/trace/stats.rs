@@ -275,9 +275,30 @@ impl Task {
         self.woken = false;
     }
 
-    fn sched(&self) -> TaskSched {
+    /// The top preemptors, most often first. `name_of` names the experiment's own tasks
+    /// (their comm is the worker binary's, the same for all); a switch the kernel gave no
+    /// comm for is named by its pid.
+    fn top_preemptors(&self, name_of: &impl Fn(i32) -> Option<String>) -> Vec<Preemptor> {
         let mut top = self.preemptors.clone();
         top.sort_by(|a, b| b.count.cmp(&a.count).then(a.pid.cmp(&b.pid)));
+        top.iter()
+            .take(TOP_PREEMPTORS)
+            .map(|s| Preemptor {
+                comm: name_of(s.pid).unwrap_or_else(|| {
+                    let comm = comm_str(&s.comm);
+                    if comm.is_empty() {
+                        format!("pid {}", s.pid)
+                    } else {
+                        comm
+                    }
+                }),
+                pid: s.pid,
+                count: s.count,
+            })
+            .collect()
+    }
+
+    fn sched(&self, name_of: &impl Fn(i32) -> Option<String>) -> TaskSched {
         TaskSched {
             tid: self.tid,
             name: self.name.clone(),
@@ -289,15 +310,7 @@ impl Task {
             migrations: self.total.migrations,
             wakeup_latency: self.wakeup.summary(),
             runq_delay: self.runq.summary(),
-            preemptors: top
-                .iter()
-                .take(TOP_PREEMPTORS)
-                .map(|s| Preemptor {
-                    comm: comm_str(&s.comm),
-                    pid: s.pid,
-                    count: s.count,
-                })
-                .collect(),
+            preemptors: self.top_preemptors(name_of),
         }
     }
 
@@ -422,7 +435,23 @@ impl Aggregator {
 
     /// The totals so far, in the order the targets were given.
     pub fn totals(&self) -> Vec<TaskSched> {
-        self.tasks.iter().map(Task::sched).collect()
+        let name_of = |pid| self.name_of(pid);
+        self.tasks.iter().map(|t| t.sched(&name_of)).collect()
+    }
+
+    /// Each target's top preemptors so far (what a live view shows between totals,
+    /// without the percentiles `totals` computes).
+    pub fn preemptors(&self) -> Vec<(i32, Vec<Preemptor>)> {
+        let name_of = |pid| self.name_of(pid);
+        self.tasks
+            .iter()
+            .map(|t| (t.tid, t.top_preemptors(&name_of)))
+            .collect()
+    }
+
+    /// A target's name, for a preemptor that is one of the experiment's tasks.
+    fn name_of(&self, pid: i32) -> Option<String> {
+        self.slot(pid).map(|i| self.tasks[i].name.clone())
     }
 }
 
@@ -561,6 +590,35 @@ mod tests {
         // preempt bit above 0xff set but S below are not.
         assert_eq!((x.preempted, x.blocked), (3, 4));
         assert_eq!(x.runq_delay.count, 3);
+    }
+
+    #[test]
+    fn a_preemptor_that_is_a_target_goes_by_its_task_name_and_a_nameless_one_by_pid() {
+        let mut events = vec![switch(0, 0, 0, R, A)];
+        // B (a target: its comm is the worker binary's) preempts A twice, then a task
+        // whose switch the kernel gave no comm for (a filled-in switch from idle).
+        for t in [1, 3] {
+            events.push(switch(t, 0, A, R_PLUS, B));
+            events.push(switch(t + 1, 0, B, S, A));
+        }
+        let mut nameless = switch(5, 0, A, R_PLUS, OTHER);
+        if let EventKind::Switch { next_comm, .. } = &mut nameless.kind {
+            *next_comm = [0; 16];
+        }
+        events.push(nameless);
+        events.push(switch(6, 0, OTHER, S, A));
+        let a = agg(&events);
+        let x = task(&a, A);
+        let names: Vec<(&str, u64)> = x
+            .preemptors
+            .iter()
+            .map(|p| (p.comm.as_str(), p.count))
+            .collect();
+        assert_eq!(names, vec![("b", 2), ("pid 999", 1)]);
+        // The live view's preemptors are the same as the totals'.
+        let live = a.preemptors();
+        let (_, top) = live.iter().find(|(tid, _)| *tid == A).expect("A");
+        assert_eq!(top, &x.preemptors);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         .map(|p| {
             Line::from(vec![
                 Span::styled(format!("{:>7}  ", si(p.count as f64)), theme::key(app)),
-                Span::raw(format!("{:<18} ", name(app, p))),
+                Span::raw(format!("{:<18} ", p.comm)),
                 Span::styled(format!("pid {}", p.pid), theme::dim(app)),
             ])
         })
@@ -55,7 +55,7 @@ fn one_line(app: &App, task: &str, top: &[Preemptor]) -> Line<'static> {
         spans.push(Span::styled(nothing_yet(app), theme::dim(app)));
     }
     for p in top {
-        spans.push(Span::raw(name(app, p)));
+        spans.push(Span::raw(p.comm.clone()));
         spans.push(Span::styled(
             format!(" {}  ", si(p.count as f64)),
             theme::key(app),
@@ -70,18 +70,5 @@ fn nothing_yet(app: &App) -> &'static str {
         "waiting for the trace's first interval"
     } else {
         "nobody since the trace started"
-    }
-}
-
-/// The experiment's own tasks by their names (a comm is cut at 15 bytes), others by
-/// comm; a switch the kernel gave no name for by its pid.
-fn name(app: &App, p: &Preemptor) -> String {
-    if let Some(t) = app.live.tasks.iter().find(|t| t.tid == p.pid) {
-        return t.name.clone();
-    }
-    if p.comm.is_empty() {
-        format!("pid {}", p.pid)
-    } else {
-        p.comm.clone()
     }
 }
