@@ -16,7 +16,7 @@ use crate::lab::record::RecordError;
 use crate::lab::store::Store;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, TaskSample};
-use crate::trace::{Preemptor, TraceBatch, TraceError};
+use crate::trace::{TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
@@ -95,9 +95,6 @@ pub struct Live {
     pub store: Store,
     /// Successful knob changes: (seconds since start, "writer.policy -> batch").
     pub marks: Vec<(f64, String)>,
-    /// Per task: who the trace saw switched in when it was preempted, top first. Each
-    /// trace batch carries the totals so far, so the latest one replaces the last.
-    pub preemptors: Vec<Vec<Preemptor>>,
 }
 
 /// Points kept per series: 10 minutes at 100 ms.
@@ -107,7 +104,6 @@ impl Live {
     pub fn new(tasks: Vec<TaskInfo>) -> Live {
         Live {
             store: Store::new(tasks.len(), RETENTION),
-            preemptors: vec![Vec::new(); tasks.len()],
             tasks,
             marks: Vec::new(),
         }
@@ -372,14 +368,8 @@ impl App {
         if self.ui.paused && !self.replay {
             return Vec::new();
         }
-        let tasks = &self.live.tasks;
-        let index_of = |tid: i32| tasks.iter().position(|t| t.tid == tid);
-        self.live.store.push_trace(batch, index_of);
-        for (tid, top) in &batch.preemptors {
-            if let Some(slot) = index_of(*tid).and_then(|i| self.live.preemptors.get_mut(i)) {
-                slot.clone_from(top);
-            }
-        }
+        let tids: Vec<i32> = self.live.tasks.iter().map(|t| t.tid).collect();
+        self.live.store.push_trace(batch, &tids);
         Vec::new()
     }
 

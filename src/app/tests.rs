@@ -487,16 +487,16 @@ fn trace_batches_fill_the_store_and_the_latest_preemptors() {
     assert_eq!((iv.wakeup_p50_us, iv.wakeup_p99_us), (9.0, 60.0));
     assert_eq!(app.live.store.trace[0].len(), 3, "fifo by its tid");
     assert_eq!(app.live.store.trace_events, 300);
-    let top = &app.live.preemptors[1];
+    let top = &app.live.store.preemptors[1];
     assert_eq!(top.len(), 2);
     assert_eq!((top[0].pid, top[0].count), (100, 1200), "the latest totals");
-    assert!(app.live.preemptors[0].is_empty());
+    assert!(app.live.store.preemptors[0].is_empty());
     assert!(app.trace_in_view());
     // A new experiment starts with no trace data of the last one.
     let mut app = app;
     app.update(Action::Started(Box::new(started())));
     assert!(app.live.store.trace.iter().all(|s| s.is_empty()));
-    assert!(app.live.preemptors.iter().all(Vec::is_empty));
+    assert!(app.live.store.preemptors.iter().all(Vec::is_empty));
     assert!(
         app.tracing,
         "the controller traces the restarted workload too"
@@ -509,7 +509,7 @@ fn paused_the_trace_stands_still_like_the_samples() {
     key(&mut app, KeyCode::Char(' '));
     app.update(Action::Trace(Box::new(trace_batch(5, 1.0, 2.0, 5000))));
     assert_eq!(app.live.store.trace[1].len(), 3);
-    assert_eq!(app.live.preemptors[1][0].count, 1200);
+    assert_eq!(app.live.store.preemptors[1][0].count, 1200);
 }
 
 #[test]

@@ -245,9 +245,7 @@ impl Experiment {
         };
         if self.aggregate {
             for tb in &trace {
-                let tids = &self.tids;
-                self.store
-                    .push_trace(tb, |tid| tids.iter().position(|&t| t == tid));
+                self.store.push_trace(tb, &self.tids);
             }
         }
         Some(Polled {
@@ -375,7 +373,7 @@ impl Experiment {
         let mut trace = tracer.map(Tracer::stop).or(trace_done);
         if let (Some(t), true) = (trace.as_mut(), aggregate) {
             for tb in std::mem::take(&mut t.pending) {
-                store.push_trace(&tb, |tid| tids.iter().position(|&x| x == tid));
+                store.push_trace(&tb, &tids);
             }
         }
         // Before the sampler thread ends: its CPU time goes with it.

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use crate::cpuset::CpuSet;
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
-use crate::trace::{TaskInterval, TraceBatch};
+use crate::trace::{Preemptor, TaskInterval, TraceBatch};
 use crate::workload::histogram::Histogram;
 
 /// Rates of one task over one interval (or a whole run).
@@ -231,6 +231,9 @@ pub struct Store {
     settled: bool,
     /// What the scheduler trace saw per task per interval (empty when not tracing).
     pub trace: Vec<VecDeque<(f64, TaskInterval)>>,
+    /// Per task: who the trace saw switched in when it was preempted, top first (each
+    /// batch carries the totals so far, so the latest replaces the last).
+    pub preemptors: Vec<Vec<Preemptor>>,
     /// Trace events handled and lost so far.
     pub trace_events: u64,
     pub trace_lost: u64,
@@ -256,19 +259,26 @@ impl Store {
             warmup_ns: 0,
             settled: true,
             trace: vec![VecDeque::new(); tasks],
+            preemptors: vec![Vec::new(); tasks],
             trace_events: 0,
             trace_lost: 0,
         }
     }
 
-    /// Take in a trace interval; `index_of` maps a traced thread id to its task.
-    pub fn push_trace(&mut self, batch: &TraceBatch, index_of: impl Fn(i32) -> Option<usize>) {
+    /// Take in a trace interval; `tids` are the tasks' thread ids, in the store's order.
+    pub fn push_trace(&mut self, batch: &TraceBatch, tids: &[i32]) {
+        let index_of = |tid: i32| tids.iter().position(|&t| t == tid);
         let t_s = self.t_s(batch.t_ns);
         self.trace_events += batch.events;
         self.trace_lost += batch.lost;
         for interval in &batch.tasks {
             if let Some(series) = index_of(interval.tid).and_then(|i| self.trace.get_mut(i)) {
                 push_bounded(series, (t_s, *interval), self.retention);
+            }
+        }
+        for (tid, top) in &batch.preemptors {
+            if let Some(slot) = index_of(*tid).and_then(|i| self.preemptors.get_mut(i)) {
+                slot.clone_from(top);
             }
         }
     }

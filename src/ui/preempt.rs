@@ -18,6 +18,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     };
     let top = app
         .live
+        .store
         .preemptors
         .get(app.ui.selected_task)
         .map_or(&[][..], Vec::as_slice);
