@@ -25,11 +25,13 @@ pub enum Cmd {
         /// A preset name or a path to a preset TOML file.
         name: Option<String>,
     },
-    /// Open the live workbench on a preset (the default without a command).
+    /// Open the live workbench on a preset (the default without a command), on running
+    /// processes (--pid, --name) or on a command it starts (-- COMMAND ARGS...).
     Tui {
-        /// Preset name or path.
-        #[arg(default_value = crate::preset::DEFAULT_PRESET)]
-        preset: String,
+        /// Preset name or path (default: pipe-wakeup, unless --pid/--name/-- COMMAND).
+        preset: Option<String>,
+        #[command(flatten)]
+        target: TargetArgs,
         #[command(flatten)]
         settings: SettingsArgs,
         #[command(flatten)]
@@ -127,6 +129,30 @@ pub struct CheckArgs {
     pub plot_dir: Option<PathBuf>,
 }
 
+/// What the experiment is instead of a preset: processes already running, or a command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArgs {
+    /// Attach to running processes (their threads and the processes they fork) instead
+    /// of starting a preset. Knob changes on them are put back at exit unless --keep.
+    #[arg(long, value_delimiter = ',', value_name = "PID[,PID...]")]
+    pub pid: Vec<i32>,
+    /// Attach to every process whose name (as `ps -e -o comm` shows it) matches REGEX.
+    #[arg(long, value_name = "REGEX")]
+    pub name: Option<String>,
+    /// Leave the knob changes made on attached processes in place after exit (they are
+    /// not journaled).
+    #[arg(long)]
+    pub keep: bool,
+    /// Count a command's progress by its output: its stdout goes into a pipe read by a
+    /// probe task, whose lines or bytes per second are the throughput.
+    #[arg(long, value_name = "stdout-lines|stdout-bytes")]
+    pub progress: Option<String>,
+    /// Run this command as the experiment (a one-task preset named after the program),
+    /// e.g. `schedlab run -- make -j4`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
 /// How the preset's tasks are set up and sampled; shared by every command that runs one.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SettingsArgs {
@@ -160,6 +186,8 @@ pub struct HeadlessArgs {
     #[arg(long)]
     pub trace: bool,
     #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
     pub settings: SettingsArgs,
     #[command(flatten)]
     pub system: SystemArgs,
@@ -179,8 +207,8 @@ pub struct SystemArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct SweepArgs {
-    /// Preset name or path.
-    pub preset: String,
+    /// Preset name or path (or --pid/--name/-- COMMAND).
+    pub preset: Option<String>,
     /// The knob and its values: KNOB=V1,V2,... or KNOB=FROM..TO:STEP, e.g.
     /// sys.rt_runtime_us=200000..700000:100000 or writer.policy=other,batch.
     #[arg(long, value_name = "KNOB=VALUES")]
@@ -200,8 +228,8 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
-    /// Preset name or path.
-    pub preset: String,
+    /// Preset name or path (or --pid/--name/-- COMMAND).
+    pub preset: Option<String>,
     /// Settings of side A, comma-separated TASK.KNOB=VALUE (the --set syntax), e.g.
     /// writer.policy=other.
     #[arg(long = "a", value_name = "SETTINGS")]
@@ -228,9 +256,9 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Preset name (see `schedlab presets`) or path to a preset TOML file.
-    #[arg(default_value = crate::preset::DEFAULT_PRESET)]
-    pub preset: String,
+    /// Preset name (see `schedlab presets`) or path to a preset TOML file (default:
+    /// pipe-wakeup, unless --pid/--name/-- COMMAND).
+    pub preset: Option<String>,
     /// How long to run, e.g. 10s, 1.5s, 500ms. A finite workload (make) may end sooner.
     #[arg(long, default_value = "10s")]
     pub duration: String,

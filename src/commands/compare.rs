@@ -19,7 +19,7 @@ pub fn compare(args: CompareArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.headless)?;
+    } = prepare(args.preset.as_deref(), &args.duration, &args.headless)?;
     for side in [&a, &b] {
         compare::prepare_side(&preset, &opts, &side.settings)
             .map_err(|e| usage(format!("--{}: {e}", side.label.to_lowercase())))?;

@@ -10,6 +10,7 @@ mod presets;
 mod restore;
 mod run;
 mod sweep;
+mod target;
 mod tui;
 
 use anyhow::{Context, Result};
@@ -37,7 +38,8 @@ pub fn is_controller(cli: &Cli) -> bool {
 pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         None => tui::tui(
-            crate::preset::DEFAULT_PRESET,
+            None,
+            &crate::cli::TargetArgs::default(),
             &SettingsArgs {
                 interval: "100ms".into(),
                 ..SettingsArgs::default()
@@ -46,9 +48,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         ),
         Some(Cmd::Tui {
             preset,
+            target,
             settings,
             system,
-        }) => tui::tui(&preset, &settings, &system),
+        }) => tui::tui(preset.as_deref(), &target, &settings, &system),
         Some(Cmd::Presets { name }) => presets::presets(name.as_deref()),
         Some(Cmd::Run(args)) => run::run_command(args),
         Some(Cmd::Sweep(args)) => sweep::sweep(args),

@@ -21,7 +21,7 @@ pub struct Prepared {
     pub system: SystemKnobs,
 }
 
-pub fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<Prepared> {
+pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) -> Result<Prepared> {
     let HeadlessArgs {
         warmup,
         settings,
@@ -33,7 +33,7 @@ pub fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<
         &settings.set,
         settings.interval.as_str(),
     );
-    let mut p = load_preset(preset)?;
+    let mut p = super::target::preset_for(preset, &headless.target)?;
     let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
     let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
     let warmup = warmup
@@ -91,6 +91,7 @@ pub fn prepare(preset: &str, duration: &str, headless: &HeadlessArgs) -> Result<
     opts.system_sets = system_sets;
     let mut system = SystemKnobs::new(journal::default_path()?);
     system.allow_unthrottled_rt = system_args.allow_unthrottled_rt;
+    system.keep_foreign = headless.target.keep;
     if system_args.mount_debugfs {
         system.mount_debugfs()?;
     }

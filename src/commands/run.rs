@@ -29,7 +29,7 @@ pub fn run_command(args: RunArgs) -> Result<()> {
         preset,
         mut opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.headless)?;
+    } = prepare(args.preset.as_deref(), &args.duration, &args.headless)?;
     for (_, s) in &at {
         check_later(&preset, &opts, s)?;
     }

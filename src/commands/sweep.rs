@@ -15,7 +15,7 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
         preset,
         opts,
         mut system,
-    } = prepare(&args.preset, &args.duration, &args.headless)?;
+    } = prepare(args.preset.as_deref(), &args.duration, &args.headless)?;
     for v in &values {
         let s: Setting = format!("{knob}={v}").parse().map_err(usage)?;
         check_later(&preset, &opts, &s)?;

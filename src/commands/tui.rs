@@ -5,9 +5,14 @@ use anyhow::Result;
 use super::prepare::{prepare, Prepared};
 use super::usage;
 use crate::app::keys::KeyMap;
-use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs};
+use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs, TargetArgs};
 
-pub fn tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result<()> {
+pub fn tui(
+    preset: Option<&str>,
+    target: &TargetArgs,
+    settings: &SettingsArgs,
+    system: &SystemArgs,
+) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return Err(usage(
@@ -27,6 +32,7 @@ pub fn tui(preset: &str, settings: &SettingsArgs, system: &SystemArgs) -> Result
             warmup: None,
             allow_partial: true,
             trace: false,
+            target: target.clone(),
             settings: settings.clone(),
             system: system.clone(),
         },

@@ -27,6 +27,9 @@ pub enum Entry {
     },
     /// A directory schedlab created (a cgroup); undone by removing it.
     Dir { path: PathBuf },
+    /// A task schedlab did not start, as it was before schedlab first changed it;
+    /// undone by setting it back (unless it exited).
+    Task(super::foreign::Found),
 }
 
 impl Entry {
@@ -35,6 +38,10 @@ impl Entry {
             Entry::File { path, old } => format!("{} = {}", path.display(), old.trim()),
             Entry::Mount { target, .. } => format!("unmount {}", target.display()),
             Entry::Dir { path } => format!("remove {}", path.display()),
+            Entry::Task(f) => format!(
+                "task {} (pid {} tid {}) to {} nice {}",
+                f.comm, f.pid, f.tid, f.settings.policy, f.settings.nice
+            ),
         }
     }
 }
@@ -102,6 +109,8 @@ fn not_allowed(entry: &Entry, extra: &[PathBuf]) -> Option<String> {
     let path = match entry {
         Entry::File { path, .. } | Entry::Dir { path } => path,
         Entry::Mount { target, .. } => target,
+        // Only ever the task it names, and only while its start time matches.
+        Entry::Task(_) => return None,
     };
     let plain = path.is_absolute()
         && path
@@ -119,6 +128,7 @@ fn not_allowed(entry: &Entry, extra: &[PathBuf]) -> Option<String> {
             target == Path::new(super::fs::DEBUGFS) || target == Path::new(super::fs::TRACEFS)
         }
         Entry::Dir { path } => is_own_cgroup(path),
+        Entry::Task(_) => true,
     };
     (!ok).then(|| {
         format!(
@@ -274,6 +284,10 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
             }
             last
         }
+        Entry::Task(found) => super::foreign::put_back(found).map(drop).map_err(|errors| {
+            let why: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            Failure::new(why.join("; "), errors.first().map(|e| e.errno))
+        }),
     }
 }
 
@@ -581,6 +595,17 @@ impl Journal {
             fstype: fstype.to_string(),
             mnt_id: super::fs::mount_id(target),
         })
+    }
+
+    /// Record a foreign task as found, before schedlab first changes it (once per task).
+    pub fn record_task(&mut self, found: super::foreign::Found) -> Result<()> {
+        let key = format!("task {} {}", found.tid, found.start_time);
+        if self.recorded.contains(&key) {
+            return Ok(());
+        }
+        self.append(Entry::Task(found))?;
+        self.recorded.insert(key);
+        Ok(())
     }
 
     pub fn record_dir(&mut self, path: &Path) -> Result<()> {

@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod errno;
 pub mod features;
+pub mod foreign;
 pub mod fs;
 pub mod journal;
 pub mod sys;

@@ -126,7 +126,7 @@ impl Deadline {
 }
 
 /// Everything the kernel lets us set on one task.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedSettings {
     pub policy: Policy,
     /// RT priority 1..99 for FIFO/RR, 0 otherwise.

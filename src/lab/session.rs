@@ -9,13 +9,13 @@ use crate::cpuset::CpuSet;
 use crate::error::{Invalid, KnobError};
 use crate::knob::cgroup::{self, Cgroups};
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
-use crate::knob::task::apply;
+use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::spec::TaskSpec;
-use crate::workload::Workload;
+use crate::workload::{RunningTask, Workload};
 
 /// Where a setting goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,7 +105,14 @@ impl Session {
             }
         };
         for (task, spec) in workload.tasks.iter().zip(&specs) {
-            for e in apply(&task.name, task.tid, &spec.sched) {
+            // A foreign task is changed only where a setting asked for something else
+            // than what it was found with.
+            if task.foreign
+                && crate::knob::foreign::as_found(task.tid).is_ok_and(|s| s == spec.sched)
+            {
+                continue;
+            }
+            for e in apply_to(task, &spec.sched, sys) {
                 warnings.push(format!("{e}; running without it"));
             }
         }
@@ -164,7 +171,7 @@ impl Session {
                 id,
                 pid: t.pid,
                 tid: t.tid,
-                slot: Some(t.slot),
+                slot: (!t.foreign).then_some(t.slot),
                 latency: t.kind.is_some_and(WorkerKind::measures_latency),
             })
             .collect()
@@ -183,7 +190,7 @@ impl Session {
     pub fn apply(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, KnobError> {
         match route(s)? {
             Route::Sys(knob) => sys.set(&knob, &s.value, self.rt_running()),
-            Route::Task => self.apply_task(s),
+            Route::Task => self.apply_task(s, sys),
             Route::Cgroup { group, knob } => {
                 let cgroups = self
                     .cgroups
@@ -196,7 +203,7 @@ impl Session {
         }
     }
 
-    fn apply_task(&mut self, s: &Setting) -> Result<String, KnobError> {
+    fn apply_task(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, KnobError> {
         let mut next = self.preset.clone();
         next.apply_all(std::slice::from_ref(s))?;
         let specs = next.tasks(&self.online)?;
@@ -213,11 +220,7 @@ impl Session {
         let mut changed = Vec::new();
         for ((task, old), new) in self.workload.tasks.iter().zip(&self.specs).zip(&specs) {
             if old.sched != new.sched {
-                errors.extend(
-                    apply(&task.name, task.tid, &new.sched)
-                        .into_iter()
-                        .map(|e| e.to_string()),
-                );
+                errors.extend(apply_to(task, &new.sched, sys));
                 changed.push(task.name.clone());
             }
         }
@@ -232,6 +235,30 @@ impl Session {
             format!("applied to {}", changed.join(", "))
         })
     }
+}
+
+/// Apply settings to a live task; one schedlab did not start is journaled as found
+/// first (unless `--keep`), and is not touched when that fails.
+fn apply_to(task: &RunningTask, new: &SchedSettings, sys: &mut SystemKnobs) -> Vec<String> {
+    if task.foreign && !sys.keep_foreign {
+        let journaled = crate::knob::foreign::before_change(task.pid, task.tid, new)
+            .map_err(|e| match e {
+                nix::errno::Errno::ESRCH => format!("{}: the task has exited", task.name),
+                e => format!("{}: reading its settings failed: {}", task.name, e.desc()),
+            })
+            .and_then(|found| {
+                sys.journal
+                    .record_task(found)
+                    .map_err(|e| format!("{}: not changed: journaling it failed: {e:#}", task.name))
+            });
+        if let Err(e) = journaled {
+            return vec![e];
+        }
+    }
+    apply(&task.name, task.tid, new)
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect()
 }
 
 /// Create the preset's cgroups, set their values and move each task into its group.

@@ -13,6 +13,7 @@ use crate::error::Invalid;
 use crate::knob::task::{Deadline, Policy, SchedSettings};
 use crate::workload::spec::Program;
 
+pub mod adhoc;
 mod apply;
 mod expand;
 #[cfg(test)]

@@ -163,7 +163,7 @@ fn validate_wiring(g: &TaskGroup) -> Result<(), Invalid> {
                 g.process.as_deref().unwrap_or_default()
             )));
         }
-    } else if g.process.is_some() {
+    } else if g.process.is_some() && !g.program.is_attached() {
         return Err(Invalid(format!(
             "task \"{}\": an external command runs as its own process; remove process = ...",
             g.name

@@ -18,6 +18,8 @@ pub enum WorkerKind {
     PipeWriter,
     /// Reads stdin (a pipe) and counts bytes.
     PipeReader,
+    /// Reads stdin (a pipe) and counts lines (`--progress stdout-lines`).
+    LineReader,
     /// memsets a buffer `repeats` times, then writes a one-byte token to stdout.
     MemsetProducer,
     /// Reads a token from stdin, then memsets a buffer `repeats` times.
@@ -117,13 +119,13 @@ const MAKE: &[ParamSpec] = &[
 
 impl WorkerKind {
     pub const ALLOWED: &'static str =
-        "spin, hog, pipe-writer, pipe-reader, memset-producer, memset-consumer, yield, burn, make";
+        "spin, hog, pipe-writer, pipe-reader, line-reader, memset-producer, memset-consumer, yield, burn, make";
 
     pub fn params(self) -> &'static [ParamSpec] {
         match self {
             WorkerKind::Spin | WorkerKind::Hog => &[],
             WorkerKind::PipeWriter => PIPE_WRITER,
-            WorkerKind::PipeReader => PIPE_READER,
+            WorkerKind::PipeReader | WorkerKind::LineReader => PIPE_READER,
             WorkerKind::MemsetProducer => MEMSET_PRODUCER,
             WorkerKind::MemsetConsumer => MEMSET_CONSUMER,
             WorkerKind::Yield => YIELD,
@@ -142,13 +144,17 @@ impl WorkerKind {
             WorkerKind::Spin => "iterations",
             WorkerKind::Hog | WorkerKind::MemsetProducer | WorkerKind::MemsetConsumer => "loops",
             WorkerKind::PipeWriter | WorkerKind::PipeReader => "bytes",
+            WorkerKind::LineReader => "lines",
             WorkerKind::Yield => "yields",
             WorkerKind::Burn | WorkerKind::Make => "jobs",
         }
     }
 
     pub fn reads_stdin(self) -> bool {
-        matches!(self, WorkerKind::PipeReader | WorkerKind::MemsetConsumer)
+        matches!(
+            self,
+            WorkerKind::PipeReader | WorkerKind::LineReader | WorkerKind::MemsetConsumer
+        )
     }
 
     pub fn writes_stdout(self) -> bool {

@@ -1,6 +1,7 @@
 //! Running a preset's tasks as real processes and threads: spawning, the start gate,
 //! shared-memory progress, and making sure no worker outlives schedlab.
 
+pub mod attach;
 pub mod contain;
 pub mod histogram;
 pub mod kinds;

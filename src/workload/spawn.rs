@@ -38,6 +38,17 @@ pub struct RunningTask {
     pub kind: Option<WorkerKind>,
     /// What the task's progress counts ("" for external commands, which report none).
     pub progress_unit: &'static str,
+    /// schedlab did not start it (`--pid`, `--name`): it has no shared-memory slot, is
+    /// never killed, and leaves with its settings put back.
+    pub foreign: bool,
+}
+
+impl RunningTask {
+    /// Whether the task still exists (for a foreign one: its /proc entry; pid reuse
+    /// within a run is not a concern at the kernel's pid_max of 4 million).
+    fn foreign_alive(&self) -> bool {
+        std::path::Path::new(&format!("/proc/{}/task/{}", self.pid, self.tid)).exists()
+    }
 }
 
 struct Proc {
@@ -145,6 +156,9 @@ impl Workload {
         container.register(dir.path(), &[]);
         let join_fd = container.join_fd();
         let mut pipes = make_pipes(specs)?;
+        let spawned: Vec<usize> = (0..specs.len())
+            .filter(|&i| !specs[i].program.is_attached())
+            .collect();
         let mut workload = Workload {
             shm: Arc::clone(&shm),
             procs: Vec::new(),
@@ -152,7 +166,7 @@ impl Workload {
             container,
             dir,
         };
-        for members in process_groups(specs) {
+        for members in process_groups(specs, &spawned) {
             let first = &specs[members[0]];
             let mut cmd = Command::new(exe);
             let run = Launch {
@@ -180,15 +194,16 @@ impl Workload {
         drop(pipes);
         let groups: Vec<i32> = workload.procs.iter().map(|p| p.child.id() as i32).collect();
         workload.container.register(workload.dir.path(), &groups);
-        workload.wait_ready(specs)?;
+        workload.wait_ready(specs, &spawned)?;
         Ok(workload)
     }
 
-    fn wait_ready(&mut self, specs: &[TaskSpec]) -> Result<()> {
+    fn wait_ready(&mut self, specs: &[TaskSpec], spawned: &[usize]) -> Result<()> {
         let start = Instant::now();
         loop {
-            let ready = (0..specs.len())
-                .all(|i| self.shm.slot(i).state.load(Ordering::Acquire) >= state::READY);
+            let ready = spawned
+                .iter()
+                .all(|&i| self.shm.slot(i).state.load(Ordering::Acquire) >= state::READY);
             if ready {
                 break;
             }
@@ -221,6 +236,21 @@ impl Workload {
                     slot: i,
                     kind,
                     progress_unit: kind.map_or("", WorkerKind::progress_unit),
+                    foreign: false,
+                });
+            }
+        }
+        for (i, s) in specs.iter().enumerate() {
+            if let Program::Attached { pid, tid } = s.program {
+                self.tasks.push(RunningTask {
+                    name: s.name.clone(),
+                    group: s.group.clone(),
+                    pid,
+                    tid,
+                    slot: i,
+                    kind: None,
+                    progress_unit: "",
+                    foreign: true,
                 });
             }
         }
@@ -267,10 +297,20 @@ impl Workload {
         out
     }
 
-    /// True once every task's process has exited.
+    /// True once every task's process has exited (foreign tasks: once each is gone).
     pub fn all_exited(&mut self) -> bool {
         self.reap();
         self.procs.iter().all(|p| p.status.is_some())
+            && self.tasks.iter().all(|t| !t.foreign || !t.foreign_alive())
+    }
+
+    /// Whether a task is gone: its process reaped, or (foreign) its /proc entry gone.
+    pub fn exited(&self, task: &RunningTask) -> bool {
+        if task.foreign {
+            !task.foreign_alive()
+        } else {
+            self.exit_status(task).is_some()
+        }
     }
 
     pub fn exit_status(&self, task: &RunningTask) -> Option<ExitStatus> {
@@ -389,10 +429,11 @@ fn make_pipes(specs: &[TaskSpec]) -> Result<Pipes<'_>> {
 
 /// The tasks of each process to start: tasks sharing a `process` name become threads
 /// of one process, every other task is a process of its own.
-fn process_groups(specs: &[TaskSpec]) -> Vec<Vec<usize>> {
+fn process_groups(specs: &[TaskSpec], spawned: &[usize]) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, s) in specs.iter().enumerate() {
+    for &i in spawned {
+        let s = &specs[i];
         match s.process.as_deref().and_then(|p| by_name.get(p)) {
             Some(&g) => groups[g].push(i),
             None => {
@@ -447,7 +488,7 @@ impl Launch<'_> {
                             poll_stdin: specs[i].poll_stdin,
                             partners: partners(specs, i),
                         }),
-                        Program::Command(_) => None,
+                        Program::Command(_) | Program::Attached { .. } => None,
                     })
                     .collect();
                 cmd.args(["__worker", "--shm"])
@@ -470,6 +511,7 @@ impl Launch<'_> {
                 }
                 cmd.arg("--").args(argv);
             }
+            Program::Attached { .. } => bail!("task \"{}\" is attached, not started", first.name),
         }
         Ok(())
     }

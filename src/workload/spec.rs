@@ -14,14 +14,24 @@ pub enum Program {
         params: BTreeMap<String, i64>,
     },
     Command(Vec<String>),
+    /// A task schedlab did not start (`--pid`, `--name`): it is sampled and its knobs
+    /// are turned, and whatever schedlab changed on it is put back at exit.
+    Attached {
+        pid: i32,
+        tid: i32,
+    },
 }
 
 impl Program {
     pub fn kind(&self) -> Option<WorkerKind> {
         match self {
             Program::Worker { kind, .. } => Some(*kind),
-            Program::Command(_) => None,
+            Program::Command(_) | Program::Attached { .. } => None,
         }
+    }
+
+    pub fn is_attached(&self) -> bool {
+        matches!(self, Program::Attached { .. })
     }
 
     pub fn describe(&self) -> String {
@@ -32,6 +42,8 @@ impl Program {
                 format!("{} ({})", kind_name(*kind), p.join(" "))
             }
             Program::Command(argv) => format!("command: {}", argv.join(" ")),
+            Program::Attached { pid, tid } if pid == tid => format!("attached: pid {pid}"),
+            Program::Attached { pid, tid } => format!("attached: pid {pid} thread {tid}"),
         }
     }
 }

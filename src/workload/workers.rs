@@ -129,6 +129,7 @@ fn run_thread(shm: &Shm, spec: &ThreadSpec) -> Result<()> {
         WorkerKind::Hog => hog(slot),
         WorkerKind::PipeWriter => pipe_writer(slot, param("bytes"), param("writes")),
         WorkerKind::PipeReader => pipe_reader(slot, param("bytes")),
+        WorkerKind::LineReader => line_reader(slot, param("bytes")),
         WorkerKind::MemsetProducer => memset_producer(slot, param("buffer_kib"), param("repeats")),
         WorkerKind::MemsetConsumer => memset_consumer(slot, param("buffer_kib"), param("repeats")),
         WorkerKind::Yield => {
@@ -228,6 +229,18 @@ fn pipe_reader(slot: &Slot, bytes: u64) -> Result<()> {
             return Ok(());
         }
         add_progress(slot, n as u64);
+    }
+}
+
+fn line_reader(slot: &Slot, bytes: u64) -> Result<()> {
+    let mut buf = vec![0u8; bytes.max(1) as usize];
+    loop {
+        let n = read_some(DATA_IN_FD, &mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let lines = buf[..n].iter().filter(|&&b| b == b'\n').count();
+        add_progress(slot, lines as u64);
     }
 }
 

@@ -23,6 +23,9 @@ pub struct SystemKnobs {
     pub journal: Journal,
     pub probe: Probe,
     pub allow_unthrottled_rt: bool,
+    /// Changes to tasks schedlab did not start stay after it exits (`--keep`): they are
+    /// not journaled.
+    pub keep_foreign: bool,
 }
 
 impl SystemKnobs {
@@ -31,6 +34,7 @@ impl SystemKnobs {
             journal: Journal::new(journal_path),
             probe: Probe::detect(),
             allow_unthrottled_rt: false,
+            keep_foreign: false,
         }
     }
 
