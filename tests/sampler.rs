@@ -1,6 +1,8 @@
 //! The sampler on live tasks: fields read, cross-checked against the procfs crate, and
 //! an exited task reported as exited rather than as an error.
 
+mod common;
+
 use std::time::Duration;
 
 use schedlab::knob::task::{apply, Policy, SchedSettings};
@@ -85,6 +87,11 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
 
 #[test]
 fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
+    // Another test binary's FIFO spinners would stall this SCHED_OTHER sampler thread
+    // for most of a second: take the machine-wide lock for the timing.
+    let _guard = common::serial();
+    const INTERVAL: Duration = Duration::from_millis(20);
+    const ROUNDS: usize = 51;
     let pid = std::process::id() as i32;
     let sampler = Sampler::spawn(
         vec![Target {
@@ -96,19 +103,63 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         }],
         None,
         None,
-        Duration::from_millis(20),
+        INTERVAL,
     )
     .expect("spawn");
     let mut seqs = Vec::new();
-    for _ in 0..5 {
+    let mut times = Vec::new();
+    for _ in 0..ROUNDS {
         let batch = sampler
             .recv_timeout(Duration::from_secs(2))
             .expect("a batch");
         seqs.push(batch.seq);
+        times.push(batch.t_ns);
         assert_eq!(batch.tasks.len(), 1);
         assert!(batch.tasks[0].alive);
         sampler.recycle(batch);
     }
-    assert_eq!(seqs, [0, 1, 2, 3, 4]);
     drop(sampler);
+    assert_eq!(
+        seqs,
+        (0..ROUNDS as u64).collect::<Vec<_>>(),
+        "no round lost"
+    );
+    let gaps: Vec<u64> = times
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[1] > w[0]),
+        "timestamps increase: {times:?}"
+    );
+    let interval_ns = INTERVAL.as_nanos() as u64;
+    let mean = (times[ROUNDS - 1] - times[0]) as f64 / (ROUNDS - 1) as f64;
+    let max = gaps.iter().copied().max().unwrap_or(0);
+    eprintln!(
+        "sampler at {INTERVAL:?}: mean spacing {:.3} ms, max gap {:.3} ms, min gap {:.3} ms over {} gaps",
+        mean / 1e6,
+        max as f64 / 1e6,
+        gaps.iter().copied().min().unwrap_or(0) as f64 / 1e6,
+        gaps.len()
+    );
+    // Rounds are due at absolute times (start + n x interval), so lateness does not add
+    // up: the first-to-last span is 50 intervals plus the last round's lateness minus the
+    // first's. Within 10 % means the last round was at most 5 intervals (100 ms) later
+    // than the first: a sampler that waits some other interval than the one asked for,
+    // or skips or doubles rounds, is outside it.
+    assert!(
+        (mean - interval_ns as f64).abs() <= 0.1 * interval_ns as f64,
+        "mean spacing {:.3} ms, not within 10 % of {INTERVAL:?}: {gaps:?}",
+        mean / 1e6
+    );
+    // One round can be late: a SCHED_OTHER thread woken on a CPU where other runnable
+    // tasks hold it until the next tick (4 ms at HZ=250 each, with PREEMPT_NONE), or a
+    // vCPU the host deschedules. 200 ms over the interval allows ~50 ticks of others'
+    // work; a sampler that stalls or bursts (skipped rounds, then a backlog) goes past it.
+    let max_gap = interval_ns + 200_000_000;
+    assert!(
+        max <= max_gap,
+        "a gap of {:.1} ms between rounds: {gaps:?}",
+        max as f64 / 1e6
+    );
 }

@@ -97,16 +97,13 @@ pub fn children(pid: i32) -> Vec<i32> {
 
 /// Tests that need root, or a tool, fail loudly without it: CI must not pass on tests
 /// that never ran. `SCHEDLAB_ALLOW_SKIP=1` turns that into a skip (returns false) for a
-/// developer who knows what they are leaving out.
+/// developer who knows what they are leaving out; see [`skip_or_fail`].
 pub fn require(what: &str, available: bool) -> bool {
     if available {
         return true;
     }
-    if std::env::var_os("SCHEDLAB_ALLOW_SKIP").is_some_and(|v| v == "1") {
-        eprintln!("skipped: needs {what} (SCHEDLAB_ALLOW_SKIP=1)");
-        return false;
-    }
-    panic!("this test needs {what}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly");
+    skip_or_fail(&format!("this test needs {what}"));
+    false
 }
 
 pub fn is_root() -> bool {
@@ -119,4 +116,19 @@ pub fn have(tool: &str) -> bool {
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+/// A test that cannot run: panics with `reason`, or, with `SCHEDLAB_ALLOW_SKIP=1`, prints
+/// it and returns so the test can skip. `.ci/run` exports `SCHEDLAB_REQUIRE_ALL=1`, which
+/// always panics: under CI no test passes without having run, whatever else is set.
+pub fn skip_or_fail(reason: &str) {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
+    if set("SCHEDLAB_REQUIRE_ALL") {
+        panic!("{reason}; SCHEDLAB_REQUIRE_ALL=1 (CI): every test must run, none may skip");
+    }
+    if set("SCHEDLAB_ALLOW_SKIP") {
+        eprintln!("skipped: {reason} (SCHEDLAB_ALLOW_SKIP=1)");
+        return;
+    }
+    panic!("{reason}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly");
 }
