@@ -30,6 +30,9 @@ pub enum Action {
     ClickTask(usize),
     Batch(Box<Batch>),
     Started(Box<Started>),
+    /// Tasks that joined the running experiment (new threads and children of attached
+    /// processes and commands), after the others in task order.
+    Joined(Vec<TaskInfo>),
     KnobResult {
         setting: String,
         result: Result<String, KnobError>,
@@ -265,6 +268,15 @@ impl App {
             }
             Action::Started(s) => {
                 self.start(*s);
+                Vec::new()
+            }
+            Action::Joined(tasks) => {
+                let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+                self.say(format!("joined: {}", names.join(", ")));
+                for t in tasks {
+                    self.live.store.add_task();
+                    self.live.tasks.push(t);
+                }
                 Vec::new()
             }
             Action::KnobResult { setting, result } => self.knob_result(&setting, result),

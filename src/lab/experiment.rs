@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::describe::Started;
+use super::describe::{Started, TaskInfo};
 use super::record::Recorder;
 use super::session::Session;
 use super::store::{Store, TaskRates};
@@ -76,6 +76,9 @@ pub struct Polled {
     pub points: Vec<(usize, TaskRates)>,
     /// What the scheduler trace added since the last round (empty when not tracing).
     pub trace: Vec<TraceBatch>,
+    /// Tasks that joined since the last round (new threads and children of attached
+    /// processes and commands), after the experiment's others in task order.
+    pub joined: Vec<TaskInfo>,
 }
 
 /// A running experiment. Dropping it stops the workload (every task and what it forked).
@@ -106,7 +109,15 @@ pub struct Experiment {
     trace_done: Option<TraceFinal>,
     /// Thread id -> task index, for the trace's batches.
     tids: Vec<i32>,
+    /// When new threads and children were last looked for (None: nothing to follow).
+    last_follow: Option<Instant>,
+    /// Tasks that could not join (the task limit), said once.
+    left_out: usize,
 }
+
+/// How often the processes an experiment follows are looked at for new threads and
+/// children (a scan of /proc: ~1 ms on a desktop's few hundred processes).
+const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
 const REAP_EVERY: Duration = Duration::from_millis(100);
 
@@ -144,6 +155,7 @@ impl Experiment {
             opts.interval,
         )
         .context("starting the sampler thread")?;
+        let last_follow = (!session.follow_roots().is_empty()).then(Instant::now);
         Ok(Experiment {
             session,
             sampler,
@@ -164,6 +176,8 @@ impl Experiment {
             trace_error,
             trace_done: None,
             tids,
+            last_follow,
+            left_out: 0,
         })
     }
 
@@ -248,11 +262,44 @@ impl Experiment {
                 self.store.push_trace(tb, &self.tids);
             }
         }
+        let joined = self.follow();
         Some(Polled {
             batch,
             points,
             trace,
+            joined,
         })
+    }
+
+    /// Every [`FOLLOW_EVERY`]: the new threads and children of what the experiment
+    /// follows join it (sampled from the next round on).
+    fn follow(&mut self) -> Vec<TaskInfo> {
+        let due = self
+            .last_follow
+            .is_some_and(|t| t.elapsed() >= FOLLOW_EVERY);
+        if !due {
+            return Vec::new();
+        }
+        self.last_follow = Some(Instant::now());
+        let (joined, left_out) = self.session.follow();
+        if left_out > self.left_out {
+            self.left_out = left_out;
+            self.started.warnings.push(format!(
+                "{left_out} new threads or processes were not followed: an experiment has at most {} tasks",
+                crate::preset::MAX_COUNT
+            ));
+        }
+        if joined.is_empty() {
+            return joined;
+        }
+        for t in &joined {
+            self.store.add_task();
+            self.tids.push(t.tid);
+            self.started.tasks.push(t.clone());
+        }
+        self.sampler
+            .send(Command::SetTargets(self.session.sampler_targets()));
+        joined
     }
 
     /// Hand a batch back so the sampler can reuse its buffers.

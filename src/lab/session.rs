@@ -12,9 +12,9 @@ use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
-use crate::preset::Preset;
+use crate::preset::{adhoc, Preset, MAX_COUNT};
 use crate::workload::kinds::WorkerKind;
-use crate::workload::spec::TaskSpec;
+use crate::workload::spec::{Program, TaskSpec};
 use crate::workload::{RunningTask, Workload};
 
 /// Where a setting goes.
@@ -142,19 +142,7 @@ impl Session {
                 headline: p.headline,
                 metric_task: p.metric_task.clone(),
             },
-            tasks: self
-                .workload
-                .tasks
-                .iter()
-                .map(|t| TaskInfo {
-                    name: t.name.clone(),
-                    group: t.group.clone(),
-                    pid: t.pid,
-                    tid: t.tid,
-                    progress_unit: t.progress_unit.to_string(),
-                    measures_latency: t.kind.is_some_and(WorkerKind::measures_latency),
-                })
-                .collect(),
+            tasks: self.workload.tasks.iter().map(task_info).collect(),
             kernel: crate::system::kernel_release(),
             cpus: self.online.count(),
             warnings,
@@ -175,6 +163,64 @@ impl Session {
                 latency: t.kind.is_some_and(WorkerKind::measures_latency),
             })
             .collect()
+    }
+
+    /// The processes whose new threads and children join the experiment as they start:
+    /// those attached to and the commands it started.
+    pub fn follow_roots(&self) -> Vec<i32> {
+        let mut roots: Vec<i32> = self
+            .workload
+            .tasks
+            .iter()
+            .zip(&self.specs)
+            .filter(|(_, s)| matches!(s.program, Program::Attached { .. } | Program::Command(_)))
+            .map(|(t, _)| t.pid)
+            .collect();
+        roots.sort_unstable();
+        roots.dedup();
+        roots
+    }
+
+    /// Take in the threads and processes of [`Session::follow_roots`] that started since
+    /// the last look (at most [`MAX_COUNT`] tasks in all): each joins as a foreign task
+    /// with its settings as found. Returns the tasks that joined, and how many could not.
+    pub fn follow(&mut self) -> (Vec<TaskInfo>, usize) {
+        let roots = self.follow_roots();
+        if roots.is_empty() {
+            return (Vec::new(), 0);
+        }
+        let known: std::collections::BTreeSet<i32> =
+            self.workload.tasks.iter().map(|t| t.tid).collect();
+        let fresh: Vec<_> = crate::workload::attach::tree(&roots)
+            .into_iter()
+            .filter(|t| !known.contains(&t.tid))
+            .filter_map(|t| Some((crate::knob::foreign::as_found(t.tid).ok()?, t)))
+            .collect();
+        let room = MAX_COUNT.saturating_sub(self.workload.tasks.len());
+        let left_out = fresh.len().saturating_sub(room);
+        let mut joined = Vec::new();
+        for (settings, t) in fresh.into_iter().take(room) {
+            let name = adhoc::join(&mut self.preset, &t, &settings);
+            let slot = self.specs.len();
+            let Ok(specs) = self.preset.tasks(&self.online) else {
+                self.preset.groups.pop();
+                continue;
+            };
+            self.specs = specs;
+            let task = RunningTask {
+                name,
+                group: self.specs[slot].group.clone(),
+                pid: t.pid,
+                tid: t.tid,
+                slot,
+                kind: None,
+                progress_unit: "",
+                foreign: true,
+            };
+            joined.push(task_info(&task));
+            self.workload.tasks.push(task);
+        }
+        (joined, left_out)
     }
 
     pub fn open_gate(&self) {
@@ -234,6 +280,17 @@ impl Session {
         } else {
             format!("applied to {}", changed.join(", "))
         })
+    }
+}
+
+fn task_info(t: &RunningTask) -> TaskInfo {
+    TaskInfo {
+        name: t.name.clone(),
+        group: t.group.clone(),
+        pid: t.pid,
+        tid: t.tid,
+        progress_unit: t.progress_unit.to_string(),
+        measures_latency: t.kind.is_some_and(WorkerKind::measures_latency),
     }
 }
 

@@ -265,6 +265,14 @@ impl Store {
         }
     }
 
+    /// Make room for a task that joined the experiment (it has no history yet).
+    pub fn add_task(&mut self) {
+        self.tasks.push(TaskSeries::default());
+        self.latest.push(TaskSample::default());
+        self.trace.push(VecDeque::new());
+        self.preemptors.push(Vec::new());
+    }
+
     /// Take in a trace interval; `tids` are the tasks' thread ids, in the store's order.
     pub fn push_trace(&mut self, batch: &TraceBatch, tids: &[i32]) {
         let index_of = |tid: i32| tids.iter().position(|&t| t == tid);

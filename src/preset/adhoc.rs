@@ -148,6 +148,44 @@ pub fn command(argv: &[String], progress: Option<Progress>) -> Result<Preset, In
     Ok(p)
 }
 
+/// Add a task that started while the experiment runs (a new thread or child of an
+/// attached process or a command) as a group of one; returns its name.
+pub fn join(p: &mut Preset, t: &ForeignTask, s: &SchedSettings) -> String {
+    let base = task_name(&t.comm);
+    let taken = |n: &str| p.groups.iter().any(|g| g.name == n);
+    let name = [
+        base.clone(),
+        format!("{base}-{}", t.tid),
+        format!("t{}", t.tid),
+    ]
+    .into_iter()
+    .find(|n| !taken(n) && valid_name(n))
+    .unwrap_or_else(|| format!("t{}-{}", t.tid, p.groups.len()));
+    p.groups.push(foreign_group(name.clone(), t, s));
+    name
+}
+
+/// A group of one for a foreign task, with its settings as found.
+fn foreign_group(name: String, t: &ForeignTask, s: &SchedSettings) -> TaskGroup {
+    let mut g = group(
+        name,
+        Program::Attached {
+            pid: t.pid,
+            tid: t.tid,
+        },
+        s,
+    );
+    g.process = Some(task_name(&t.process));
+    // An RT task's settings as found; priority 0 is how a fair one is found.
+    if !g.policy.is_realtime() {
+        g.priority = 0;
+    }
+    if g.policy != Policy::Deadline {
+        (g.dl_runtime_ns, g.dl_deadline_ns, g.dl_period_ns) = (None, None, None);
+    }
+    g
+}
+
 /// A preset of the tasks schedlab attaches to, each a group of one named after its
 /// thread's command name (made unique with `-TID`), with its settings as found.
 pub fn attached(tasks: &[(ForeignTask, SchedSettings)]) -> Result<Preset, Invalid> {
@@ -170,23 +208,7 @@ pub fn attached(tasks: &[(ForeignTask, SchedSettings)]) -> Result<Preset, Invali
         while !taken.insert(name.clone()) || !valid_name(&name) {
             name = format!("t{}", t.tid);
         }
-        let mut g = group(
-            name,
-            Program::Attached {
-                pid: t.pid,
-                tid: t.tid,
-            },
-            s,
-        );
-        g.process = Some(task_name(&t.process));
-        // An RT task's settings as found; priority 0 is how a fair one is found.
-        if !g.policy.is_realtime() {
-            g.priority = 0;
-        }
-        if g.policy != Policy::Deadline {
-            (g.dl_runtime_ns, g.dl_deadline_ns, g.dl_period_ns) = (None, None, None);
-        }
-        groups.push(g);
+        groups.push(foreign_group(name, t, s));
     }
     let processes: BTreeSet<i32> = tasks.iter().map(|(t, _)| t.pid).collect();
     let metric = groups[0].name.clone();

@@ -14,7 +14,7 @@ use crate::app::{TimelineError, TRACE_KEEP};
 use crate::error::KnobError;
 use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
-use crate::lab::describe::Started;
+use crate::lab::describe::{Started, TaskInfo};
 use crate::lab::experiment::{self, Experiment};
 use crate::lab::record::{RecordError, Recorder};
 use crate::preset::setting::Setting;
@@ -42,6 +42,7 @@ pub enum Request {
 #[derive(Debug)]
 pub enum Event {
     Started(Box<Started>),
+    Joined(Vec<TaskInfo>),
     Batch(Box<Batch>),
     KnobResult {
         setting: String,
@@ -130,6 +131,10 @@ impl Controller {
         loop {
             if let Some(exp) = self.running.as_mut() {
                 while let Some(polled) = exp.poll(Duration::ZERO) {
+                    // Before the batch that may carry their first samples.
+                    if !polled.joined.is_empty() {
+                        let _ = self.events.send(Event::Joined(polled.joined));
+                    }
                     // The batch goes to the UI, which keeps the store.
                     let _ = self.events.send(Event::Batch(Box::new(polled.batch)));
                     for tb in polled.trace {

@@ -40,6 +40,7 @@ pub fn no_color_requested() -> bool {
 fn to_action(e: Event) -> Option<Action> {
     Some(match e {
         Event::Started(s) => Action::Started(s),
+        Event::Joined(t) => Action::Joined(t),
         Event::Batch(b) => Action::Batch(b),
         Event::KnobResult { setting, result } => Action::KnobResult { setting, result },
         Event::SystemKnobs(k) => Action::SystemKnobs(k),
