@@ -327,6 +327,15 @@ impl TaskGroup {
         if let Some(s) = self.slice_ns {
             rows.push((format!("{n}.slice"), format!("{s}ns")));
         }
+        for (knob, ns) in [
+            ("runtime", self.dl_runtime_ns),
+            ("deadline", self.dl_deadline_ns),
+            ("period", self.dl_period_ns),
+        ] {
+            if let Some(ns) = ns {
+                rows.push((format!("{n}.{knob}"), format!("{ns}ns")));
+            }
+        }
         if let Program::Worker { params, .. } = &self.program {
             for (k, v) in params {
                 rows.push((format!("{n}.{k}"), v.to_string()));
@@ -383,6 +392,24 @@ mod tests {
         assert_eq!(tasks[3].sched.nice, 5);
         assert_eq!(tasks[2].sched.nice, 10);
         assert_eq!(tasks[0].sched.priority, 50);
+    }
+
+    #[test]
+    fn deadline_parameters_are_in_the_knob_table() {
+        let mut p = builtin("pipe-wakeup");
+        for s in [
+            "writer.runtime=500us",
+            "writer.deadline=5ms",
+            "writer.period=20ms",
+            "writer.policy=deadline",
+        ] {
+            set(&mut p, s).expect(s);
+        }
+        let table: BTreeMap<String, String> = p.knob_table().into_iter().collect();
+        assert_eq!(table["writer.runtime"], "500000ns");
+        assert_eq!(table["writer.deadline"], "5000000ns");
+        assert_eq!(table["writer.period"], "20000000ns");
+        assert!(!table.contains_key("reader.runtime"));
     }
 
     #[test]

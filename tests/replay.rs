@@ -1,0 +1,288 @@
+//! `run --record FILE`, then `replay FILE --speed N` in a real terminal (tmux): the
+//! recording is well formed and matches the run, the replay shows the recorded samples'
+//! values, and `--speed` sets the pace.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A tmux server of its own running one shell command in a 110x32 window.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cmd: &str, cwd: &Path) -> Tmux {
+        let socket = format!("schedlab-replay-test-{}", std::process::id());
+        let ok = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "110", "-y", "32"])
+            .arg("-c")
+            .arg(cwd)
+            .arg(cmd)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session");
+        Tmux { socket }
+    }
+
+    fn key(&self, key: &str) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "0", key])
+            .status();
+    }
+
+    fn screen(&self) -> String {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+    }
+
+    /// Polls the screen every 20 ms until `f` holds (at most `limit`): when it did.
+    fn wait_for(&self, limit: Duration, mut f: impl FnMut(&str) -> bool) -> Option<Instant> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if f(&self.screen()) {
+                return Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// One task's row of one sample in the run's CSV.
+#[derive(Debug)]
+struct Row {
+    t_s: f64,
+    task: String,
+    pid_tid: String,
+    policy: String,
+    nice: String,
+    cpu: String,
+    cpu_share: f64,
+    wait_share: Option<f64>,
+}
+
+/// The CSV's task rows (knob-change rows have no pid), in order.
+fn csv_rows(text: &str) -> Vec<Row> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (!f[2].is_empty()).then(|| Row {
+                t_s: f[0].parse().expect("t_s"),
+                task: f[1].to_string(),
+                pid_tid: format!("{}/{}", f[2], f[3]),
+                policy: f[4].to_string(),
+                nice: f[5].to_string(),
+                cpu: f[6].to_string(),
+                cpu_share: f[7].parse().expect("cpu_share"),
+                wait_share: f[8].parse().ok(),
+            })
+        })
+        .collect()
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}", v * 100.0)
+}
+
+/// Whether the screen shows this sample: its time in the header, and in the task table
+/// each row's ids, policy, nice, last CPU, CPU% and WAIT% (the table's own one-decimal
+/// rounding of the same numbers).
+fn shows(screen: &str, rows: &[&Row]) -> bool {
+    screen.contains(&format!("t={:.1}s", rows[0].t_s))
+        && rows.iter().all(|r| {
+            screen.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 7
+                && f[0] == r.task
+                // A long pid/tid is cut to the column's 11 characters.
+                && r.pid_tid.starts_with(f[1])
+                && f[2].starts_with(&r.policy)
+                && f[3] == r.nice
+                && f[5] == r.cpu
+                && f[6] == pct(r.cpu_share)
+                && f[7] == r.wait_share.map_or("-".to_string(), pct)
+            })
+        })
+}
+
+#[test]
+fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
+    if !common::require("tmux", common::have("tmux")) {
+        return;
+    }
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (rec, csv) = (dir.path().join("run.jsonl"), dir.path().join("run.csv"));
+    let out = Command::new(common::exe())
+        .args([
+            "run",
+            "rt-throttle",
+            "--duration",
+            "4s",
+            "--interval",
+            "100ms",
+        ])
+        .arg("--record")
+        .arg(&rec)
+        .arg("--csv")
+        .arg(&csv)
+        .args(["--json", "-"])
+        .env("SCHEDLAB_JOURNAL", dir.path().join("journal.jsonl"))
+        .output()
+        .expect("run");
+    let report = common::json_output(&out);
+
+    // The recording: a version-1 header, then one JSON record per line in time order.
+    let text = std::fs::read_to_string(&rec).expect("recording written");
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["schedlab_recording"], 1, "{header}");
+    assert_eq!(header["schedlab"], env!("CARGO_PKG_VERSION"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let created = header["created_unix_s"].as_u64().expect("created_unix_s");
+    assert!(now.abs_diff(created) < 600, "{created} vs now {now}");
+    let records: Vec<Value> = lines
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect();
+    let t_ns: Vec<u64> = records
+        .iter()
+        .map(|r| r["t_ns"].as_u64().expect("t_ns"))
+        .collect();
+    assert!(t_ns.windows(2).all(|w| w[0] <= w[1]), "in time order");
+    for r in &records {
+        let kind = r["kind"].as_str().expect("kind");
+        assert!(
+            ["started", "batch", "knob", "system_knobs"].contains(&kind),
+            "{kind}"
+        );
+    }
+    let started: Vec<&Value> = records.iter().filter(|r| r["kind"] == "started").collect();
+    assert_eq!(started.len(), 1);
+    let info = &started[0]["info"];
+    assert_eq!(info["preset"]["name"], "rt-throttle");
+    let ids = |tasks: &Value| -> Vec<(String, i64, i64)> {
+        tasks
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().expect("name").to_string(),
+                    t["pid"].as_i64().expect("pid"),
+                    t["tid"].as_i64().expect("tid"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        ids(&info["tasks"]),
+        ids(&report["tasks"]),
+        "the run's tasks"
+    );
+    let batches: Vec<&Value> = records.iter().filter(|r| r["kind"] == "batch").collect();
+    assert!(
+        batches
+            .iter()
+            .all(|b| b["batch"]["tasks"].as_array().map(Vec::len) == Some(2)),
+        "every sample has both tasks"
+    );
+    // The CSV has a row per task per interval: one sample fewer than the recording.
+    let rows = csv_rows(&std::fs::read_to_string(&csv).expect("csv"));
+    let samples: Vec<&[Row]> = rows.chunks(2).collect();
+    assert!(samples
+        .iter()
+        .all(|s| s[0].task == "fifo" && s[1].task == "fair"));
+    assert_eq!(
+        samples.len() + 1,
+        batches.len(),
+        "one CSV sample per interval"
+    );
+    let last_batch_ns = batches.last().expect("batches")["t_ns"]
+        .as_u64()
+        .expect("t_ns");
+    // The replay starts at the first record and shows the last sample once the last
+    // batch is due: `span` of recorded time.
+    let span = Duration::from_nanos(last_batch_ns - t_ns[0]);
+    // The run ends at the first sample 4 s after the first one.
+    assert!(span >= Duration::from_secs(4), "{span:?}");
+
+    let speed = 4.0;
+    let launched = Instant::now();
+    let t = Tmux::start(
+        &format!(
+            "{} replay {} --speed {speed}; echo SCHEDLAB-EXITED-$?; sleep 30",
+            common::exe().display(),
+            rec.display()
+        ),
+        dir.path(),
+    );
+    let last: Vec<&Row> = samples[samples.len() - 1].iter().collect();
+    let done = t.wait_for(Duration::from_secs(30), |s| {
+        s.contains("REPLAY") && shows(s, &last)
+    });
+    let Some(done) = done else {
+        panic!(
+            "the replay never showed the last sample {last:?}:\n{}",
+            t.screen()
+        );
+    };
+    // Pace: the player feeds a record when speed x elapsed reaches its recorded time,
+    // so the last sample cannot show before span/speed from the launch (a lower bound
+    // that load cannot break); at real time it would take the whole span, which leaves
+    // the 4x replay ~3.4 s for tmux and schedlab to start and draw.
+    let took = done - launched;
+    assert!(
+        took >= span.div_f64(speed),
+        "{took:?}: faster than span {span:?} / {speed}"
+    );
+    assert!(
+        took < span,
+        "{took:?}: --speed {speed} is no faster than the recording ({span:?})"
+    );
+    eprintln!("replay of {span:?} at {speed}x showed the last sample after {took:?}");
+    // Step back through the samples, paused: each shows that sample's recorded values.
+    t.key("Space");
+    assert!(
+        t.wait_for(Duration::from_secs(5), |s| s.contains("REPLAY paused"))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    for back in 2..=4 {
+        let want: Vec<&Row> = samples[samples.len() - back].iter().collect();
+        t.key(",");
+        assert!(
+            t.wait_for(Duration::from_secs(5), |s| shows(s, &want))
+                .is_some(),
+            "{back} samples from the end, want {want:?}:\n{}",
+            t.screen()
+        );
+    }
+    t.key("q");
+    assert!(
+        t.wait_for(Duration::from_secs(10), |s| s.contains("SCHEDLAB-EXITED-0"))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+}
