@@ -1,0 +1,174 @@
+//! Attach and command modes against real processes: knobs reach a process schedlab did
+//! not start (read back from /proc), are put back at exit, after SIGKILL by `schedlab
+//! restore`, or kept with --keep; new threads and children join; a command's output
+//! is counted by its probe.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{exe, json_output, schedlab, serial, wait_until};
+
+/// A process schedlab did not start; killed when the test ends, however it ends.
+struct Foreign(Child);
+
+impl Foreign {
+    /// `sleep 60`: one thread that never runs, so nothing it does disturbs the run.
+    fn sleeper() -> Foreign {
+        Foreign(
+            Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .expect("start sleep"),
+        )
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// nice (field 19) and policy (field 41) of a task, from /proc/PID/stat.
+fn nice_and_policy(pid: i32) -> (i32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after: Vec<&str> = stat[stat.rfind(')').expect(")") + 2..].split(' ').collect();
+    // Fields after the comm start at 3 (state): field N is after[N - 3].
+    (
+        after[19 - 3].parse().expect("nice"),
+        after[41 - 3].parse().expect("policy"),
+    )
+}
+
+const SCHED_BATCH: u32 = 3;
+
+#[test]
+fn a_knob_turned_on_an_attached_process_reaches_it_and_is_put_back_at_exit() {
+    let _s = serial();
+    let p = Foreign::sleeper();
+    let pid = p.pid().to_string();
+    assert_eq!(nice_and_policy(p.pid()), (0, 0), "sleep starts as OTHER nice 0");
+    let mut run = Command::new(exe())
+        .args(["run", "--pid", &pid, "--duration", "3s", "--json", "-"])
+        .args(["--set", "sleep.policy=batch", "--set", "sleep.nice=5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("schedlab run --pid");
+    // Applied before the gate opens; schedlab starts in well under the 3 s it runs.
+    let applied = wait_until(Duration::from_secs(3), || {
+        nice_and_policy(p.pid()) == (5, SCHED_BATCH)
+    });
+    let out = run.wait_with_output().expect("run ends");
+    let report = json_output(&out);
+    assert!(applied, "the kernel never showed batch nice 5 on {pid}");
+    assert_eq!(report["preset"], "attached");
+    let task = &report["tasks"][0];
+    assert_eq!(task["name"], "sleep");
+    assert_eq!(task["pid"].as_i64(), Some(i64::from(p.pid())));
+    // What the sampler read from /proc during the run.
+    assert_eq!(task["policy"], "batch");
+    assert_eq!(task["nice"], 5);
+    // A sleeping process takes no CPU: its share is 0 to the sampler's resolution.
+    assert!(task["cpu_share"].as_f64().expect("share") < 0.01, "{task}");
+    assert_eq!(
+        nice_and_policy(p.pid()),
+        (0, 0),
+        "put back as found when schedlab exits"
+    );
+    assert!(p.0.id() > 0 && common::alive(p.pid()), "the process lives on");
+}
+
+#[test]
+fn keep_leaves_the_change_and_restore_puts_one_back_after_sigkill() {
+    let _s = serial();
+    let p = Foreign::sleeper();
+    let pid = p.pid().to_string();
+    let out = schedlab(&[
+        "run", "--pid", &pid, "--keep", "--set", "sleep.nice=7", "--duration", "1s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(nice_and_policy(p.pid()).0, 7, "--keep: not put back");
+
+    // A schedlab killed mid-run cannot put anything back: the journal can.
+    let mut run = Command::new(exe())
+        .args(["run", "--pid", &pid, "--set", "sleep.nice=3", "--duration", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("schedlab run");
+    let applied = wait_until(Duration::from_secs(5), || nice_and_policy(p.pid()).0 == 3);
+    let _ = run.kill();
+    let _ = run.wait();
+    assert!(applied, "nice 3 never reached {pid}");
+    assert_eq!(nice_and_policy(p.pid()).0, 3, "SIGKILL restores nothing");
+    let out = schedlab(&["restore"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string()
+        + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // The journal holds the task as found by that run: nice 7 (left by --keep).
+    assert_eq!(nice_and_policy(p.pid()).0, 7, "restore put it back: {text}");
+    assert!(text.contains("task sleep"), "restore names the task: {text}");
+}
+
+#[test]
+fn new_children_of_a_command_join_and_its_probe_counts_every_line() {
+    let _s = serial();
+    // The child starts 0.3 s in and sleeps to the end: the next look for new tasks (one
+    // a second) finds it, so it is in the report.
+    let out = schedlab(&[
+        "run",
+        "--duration",
+        "3s",
+        "--json",
+        "-",
+        "--progress",
+        "stdout-lines",
+        "--",
+        "sh",
+        "-c",
+        "seq 1 1000; sleep 0.3; sleep 10 & wait",
+    ]);
+    let report = json_output(&out);
+    let tasks = report["tasks"].as_array().expect("tasks");
+    let names: Vec<&str> = tasks.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names[..2], ["sh", "probe"], "{names:?}");
+    assert!(
+        tasks.iter().skip(2).any(|t| t["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("sleep"))),
+        "the sleep sh forked after 0.3 s joined: {names:?}"
+    );
+    // seq writes exactly 1000 lines into the pipe; the probe counts each once.
+    assert_eq!(tasks[1]["progress_total"].as_u64(), Some(1000));
+    assert_eq!(tasks[1]["progress_unit"], "lines");
+}
+
+#[test]
+fn refusals_are_one_line_usage_errors() {
+    for (args, says) in [
+        (vec!["run", "--pid", "2"], "kernel thread"),
+        (vec!["run", "--pid", "2147483000"], "no such process"),
+        (vec!["run", "--name", "("], "not a regular expression"),
+        (vec!["run", "pipe-wakeup", "--pid", "1"], "give one experiment"),
+        (vec!["run", "--keep"], "--keep applies"),
+        (vec!["run", "--progress", "stdout-lines"], "needs -- COMMAND"),
+    ] {
+        let out = schedlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
