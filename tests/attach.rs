@@ -54,8 +54,12 @@ fn a_knob_turned_on_an_attached_process_reaches_it_and_is_put_back_at_exit() {
     let _s = serial();
     let p = Foreign::sleeper();
     let pid = p.pid().to_string();
-    assert_eq!(nice_and_policy(p.pid()), (0, 0), "sleep starts as OTHER nice 0");
-    let mut run = Command::new(exe())
+    assert_eq!(
+        nice_and_policy(p.pid()),
+        (0, 0),
+        "sleep starts as OTHER nice 0"
+    );
+    let run = Command::new(exe())
         .args(["run", "--pid", &pid, "--duration", "3s", "--json", "-"])
         .args(["--set", "sleep.policy=batch", "--set", "sleep.nice=5"])
         .stdout(Stdio::piped())
@@ -83,7 +87,10 @@ fn a_knob_turned_on_an_attached_process_reaches_it_and_is_put_back_at_exit() {
         (0, 0),
         "put back as found when schedlab exits"
     );
-    assert!(p.0.id() > 0 && common::alive(p.pid()), "the process lives on");
+    assert!(
+        p.0.id() > 0 && common::alive(p.pid()),
+        "the process lives on"
+    );
 }
 
 #[test]
@@ -92,7 +99,14 @@ fn keep_leaves_the_change_and_restore_puts_one_back_after_sigkill() {
     let p = Foreign::sleeper();
     let pid = p.pid().to_string();
     let out = schedlab(&[
-        "run", "--pid", &pid, "--keep", "--set", "sleep.nice=7", "--duration", "1s",
+        "run",
+        "--pid",
+        &pid,
+        "--keep",
+        "--set",
+        "sleep.nice=7",
+        "--duration",
+        "1s",
     ]);
     assert!(
         out.status.success(),
@@ -103,7 +117,15 @@ fn keep_leaves_the_change_and_restore_puts_one_back_after_sigkill() {
 
     // A schedlab killed mid-run cannot put anything back: the journal can.
     let mut run = Command::new(exe())
-        .args(["run", "--pid", &pid, "--set", "sleep.nice=3", "--duration", "30s"])
+        .args([
+            "run",
+            "--pid",
+            &pid,
+            "--set",
+            "sleep.nice=3",
+            "--duration",
+            "30s",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -114,12 +136,15 @@ fn keep_leaves_the_change_and_restore_puts_one_back_after_sigkill() {
     assert!(applied, "nice 3 never reached {pid}");
     assert_eq!(nice_and_policy(p.pid()).0, 3, "SIGKILL restores nothing");
     let out = schedlab(&["restore"]);
-    let text = String::from_utf8_lossy(&out.stdout).to_string()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     // The journal holds the task as found by that run: nice 7 (left by --keep).
     assert_eq!(nice_and_policy(p.pid()).0, 7, "restore put it back: {text}");
-    assert!(text.contains("task sleep"), "restore names the task: {text}");
+    assert!(
+        text.contains("task sleep"),
+        "restore names the task: {text}"
+    );
 }
 
 #[test]
@@ -145,9 +170,10 @@ fn new_children_of_a_command_join_and_its_probe_counts_every_line() {
     let names: Vec<&str> = tasks.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names[..2], ["sh", "probe"], "{names:?}");
     assert!(
-        tasks.iter().skip(2).any(|t| t["name"]
-            .as_str()
-            .is_some_and(|n| n.starts_with("sleep"))),
+        tasks
+            .iter()
+            .skip(2)
+            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("sleep"))),
         "the sleep sh forked after 0.3 s joined: {names:?}"
     );
     // seq writes exactly 1000 lines into the pipe; the probe counts each once.
@@ -161,9 +187,15 @@ fn refusals_are_one_line_usage_errors() {
         (vec!["run", "--pid", "2"], "kernel thread"),
         (vec!["run", "--pid", "2147483000"], "no such process"),
         (vec!["run", "--name", "("], "not a regular expression"),
-        (vec!["run", "pipe-wakeup", "--pid", "1"], "give one experiment"),
+        (
+            vec!["run", "pipe-wakeup", "--pid", "1"],
+            "give one experiment",
+        ),
         (vec!["run", "--keep"], "--keep applies"),
-        (vec!["run", "--progress", "stdout-lines"], "needs -- COMMAND"),
+        (
+            vec!["run", "--progress", "stdout-lines"],
+            "needs -- COMMAND",
+        ),
     ] {
         let out = schedlab(&args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -733,3 +733,56 @@ fn no_color_in_the_environment_turns_every_colour_off() {
         colours[1].1
     );
 }
+
+/// nice of a task, field 19 of /proc/PID/stat.
+fn nice_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split(' ')
+        .nth(19 - 3)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut sleeper = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let pid = sleeper.id() as i32;
+    let Some(t) = Tmux::start(&["tui", "pipe-wakeup"], &dir.path().join("j")) else {
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        return;
+    };
+    let ran = t.wait_for("pipe-wakeup running", Duration::from_secs(10));
+    assert!(ran.is_some(), "{}", t.screen());
+    // a opens the tree; / then the pid filters it down to the sleeper; Enter ends the
+    // filter, Enter attaches.
+    t.keys(&["a"]);
+    assert!(
+        t.wait_for("attach to a process", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+    t.keys(&["/"]);
+    for d in pid.to_string().chars() {
+        t.keys(&[&d.to_string()]);
+    }
+    t.keys(&["Enter", "Enter"]);
+    let joined = t.wait_for("joined: sleep", Duration::from_secs(5));
+    let screen = t.screen();
+    assert!(joined.is_some(), "{screen}");
+    assert_eq!(ids(&screen, "sleep"), Some((pid, pid)), "{screen}");
+    // The third row: down twice, then nice+ (+) once.
+    t.keys(&["j", "j", "+"]);
+    let applied = common::wait_until(Duration::from_secs(5), || nice_of(pid) == Some(1));
+    let screen = t.screen();
+    t.quit();
+    let after = nice_of(pid);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(applied, "nice 1 never reached pid {pid}: {screen}");
+    assert_eq!(after, Some(0), "put back at quit");
+}

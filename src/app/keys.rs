@@ -31,6 +31,7 @@ pub enum Command {
     ZoomOut,
     Restart,
     Presets,
+    Attach,
     Note,
     Record,
     Trace,
@@ -43,7 +44,7 @@ pub enum Command {
 
 impl Command {
     /// (config name, default keys, what it does) for every command, in help order.
-    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 28] = [
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 29] = [
         (
             Command::Quit,
             "quit",
@@ -104,6 +105,12 @@ impl Command {
             "restart the workload",
         ),
         (Command::Presets, "presets", &["o"], "switch preset"),
+        (
+            Command::Attach,
+            "attach",
+            &["a"],
+            "add running processes (tree, / filters)",
+        ),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
         (Command::Record, "record", &["r"], "record to a file on/off"),
         (Command::Trace, "trace", &["t"], "scheduler trace on/off"),

@@ -4,6 +4,8 @@
 
 pub mod keys;
 mod modal;
+mod picker;
+pub use picker::Picker;
 
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ use crate::trace::{TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
+pub use crate::workload::attach::ProcRow;
 pub use modal::Mode;
 
 /// Everything that can happen to the App.
@@ -46,6 +49,8 @@ pub enum Action {
     Trace(Box<TraceBatch>),
     /// The timeline was written to this file, or why not.
     TraceExported(Result<String, TimelineError>),
+    /// The processes the picker offers (`a`), as a tree.
+    Processes(Vec<ProcRow>),
     Error(String),
     Resize(u16, u16),
 }
@@ -77,6 +82,10 @@ pub enum Effect {
     SetTracing(bool),
     /// Write the trace's last [`TRACE_KEEP`] as a Perfetto timeline.
     ExportTrace,
+    /// List the running processes for the picker (answered by [`Action::Processes`]).
+    ListProcesses,
+    /// Attach to this process (and its threads and children) in the running experiment.
+    Attach(i32),
     /// Replay only: move by this many samples (negative: back).
     Step(i32),
     /// Replay only: move by this many seconds.
@@ -169,6 +178,7 @@ fn changes_the_run(cmd: Command) -> bool {
             | Command::CommandLine
             | Command::Restart
             | Command::Presets
+            | Command::Attach
             | Command::Record
     )
 }
@@ -286,6 +296,10 @@ impl App {
                     .ui
                     .selected_knob
                     .min(self.knobs.len().saturating_sub(1));
+                Vec::new()
+            }
+            Action::Processes(rows) => {
+                self.open_picker(rows);
                 Vec::new()
             }
             Action::Presets(p) => {
@@ -449,6 +463,10 @@ impl App {
                 vec![Effect::Restart(None)]
             }
             Command::Presets => self.open_presets(),
+            Command::Attach => {
+                self.say("listing processes...");
+                vec![Effect::ListProcesses]
+            }
             Command::Note => {
                 self.ui.show_note = !self.ui.show_note;
                 Vec::new()

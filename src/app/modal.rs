@@ -33,6 +33,8 @@ pub enum Mode {
     Presets {
         selected: usize,
     },
+    /// Add a running process to the experiment (`a`): a tree of processes, `/` filters.
+    Picker(super::picker::Picker),
 }
 
 impl Mode {
@@ -59,6 +61,8 @@ enum Outcome {
     Switch(String),
     /// Stay open and say why not.
     Complain(&'static str),
+    /// Close and attach to this process.
+    Attach(i32),
 }
 
 fn step(sel: &mut usize, len: usize, down: bool) {
@@ -95,6 +99,10 @@ impl App {
             Mode::Input { prefix, buffer, .. } => input_key(&key, prefix, buffer),
             Mode::CpuPicker { task, cpus, cursor } => cpu_picker_key(&key, task, cpus, cursor),
             Mode::Presets { selected } => presets_key(&key, &self.presets, selected),
+            Mode::Picker(p) => match p.key(&key) {
+                super::picker::Picked::Stay => Outcome::Stay,
+                super::picker::Picked::Attach(pid) => Outcome::Attach(pid),
+            },
         };
         self.carry_out(outcome)
     }
@@ -113,6 +121,11 @@ impl App {
             Outcome::Apply(setting) => {
                 self.ui.mode = Mode::Normal;
                 self.apply(setting)
+            }
+            Outcome::Attach(pid) => {
+                self.ui.mode = Mode::Normal;
+                self.say(format!("attaching to pid {pid}..."));
+                vec![Effect::Attach(pid)]
             }
             Outcome::Switch(name) => {
                 self.ui.mode = Mode::Normal;

@@ -281,7 +281,19 @@ impl Experiment {
             return Vec::new();
         }
         self.last_follow = Some(Instant::now());
-        let (joined, left_out) = self.session.follow();
+        let found = self.session.follow();
+        self.take_joined(found)
+    }
+
+    /// Attach to one more process (the workbench's picker); its tasks join at once.
+    pub fn attach(&mut self, pid: i32) -> Result<Vec<TaskInfo>, crate::error::Invalid> {
+        let found = self.session.attach(pid)?;
+        self.last_follow.get_or_insert_with(Instant::now);
+        Ok(self.take_joined(found))
+    }
+
+    /// Tasks that joined into the store, the task list and the sampler's targets.
+    fn take_joined(&mut self, (joined, left_out): (Vec<TaskInfo>, usize)) -> Vec<TaskInfo> {
         if left_out > self.left_out {
             self.left_out = left_out;
             self.started.warnings.push(format!(

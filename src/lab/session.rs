@@ -186,12 +186,33 @@ impl Session {
     /// with its settings as found. Returns the tasks that joined, and how many could not.
     pub fn follow(&mut self) -> (Vec<TaskInfo>, usize) {
         let roots = self.follow_roots();
+        self.join_trees(&roots)
+    }
+
+    /// Attach to one more process while the experiment runs (the workbench's picker):
+    /// its threads and children join, and are followed from then on.
+    pub fn attach(&mut self, pid: i32) -> Result<(Vec<TaskInfo>, usize), Invalid> {
+        let roots = crate::workload::attach::roots(&crate::workload::attach::Selector {
+            pids: vec![pid],
+            name: None,
+        })?;
+        let (joined, left_out) = self.join_trees(&roots);
+        if joined.is_empty() && left_out == 0 {
+            return Err(Invalid(format!(
+                "pid {pid}: its threads are already in the experiment"
+            )));
+        }
+        Ok((joined, left_out))
+    }
+
+    /// The tasks of `roots`' trees the experiment does not have yet join it.
+    fn join_trees(&mut self, roots: &[i32]) -> (Vec<TaskInfo>, usize) {
         if roots.is_empty() {
             return (Vec::new(), 0);
         }
         let known: std::collections::BTreeSet<i32> =
             self.workload.tasks.iter().map(|t| t.tid).collect();
-        let fresh: Vec<_> = crate::workload::attach::tree(&roots)
+        let fresh: Vec<_> = crate::workload::attach::tree(roots)
             .into_iter()
             .filter(|t| !known.contains(&t.tid))
             .filter_map(|t| Some((crate::knob::foreign::as_found(t.tid).ok()?, t)))

@@ -35,6 +35,8 @@ pub enum Request {
     Trace(bool),
     /// Write the trace's kept window as a Perfetto timeline to this new file.
     ExportTrace(PathBuf),
+    /// Attach to this process (with its threads and children) in the running experiment.
+    Attach(i32),
     Quit,
 }
 
@@ -183,6 +185,13 @@ impl Controller {
                     self.send(Event::Tracing(Err(e)));
                 }
             }
+            Request::Attach(pid) => match self.running.as_mut().map(|exp| exp.attach(pid)) {
+                Some(Ok(joined)) => self.send(Event::Joined(joined)),
+                Some(Err(e)) => self.send(Event::Error(e.to_string())),
+                None => self.send(Event::Error(
+                    "no experiment is running to attach to (restart it first)".into(),
+                )),
+            },
             Request::Quit => {}
         }
     }

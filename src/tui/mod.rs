@@ -285,6 +285,19 @@ impl Runner<'_> {
                 (Source::Replay(p), Effect::Step(n)) => feed(app, p.step(n), &mut effects),
                 (Source::Replay(p), Effect::Seek(s)) => feed(app, p.seek(s), &mut effects),
                 (Source::Replay(_), Effect::Quit) => app.quit = true,
+                (Source::Replay(_), Effect::ListProcesses) => {
+                    feed(
+                        app,
+                        vec![Action::Error("a replay cannot attach to processes".into())],
+                        &mut effects,
+                    );
+                }
+                // Reading /proc is the outside world's job, not the App's.
+                (Source::Live { .. }, Effect::ListProcesses) => feed(
+                    app,
+                    vec![Action::Processes(crate::workload::attach::process_tree())],
+                    &mut effects,
+                ),
                 (Source::Replay(_), _) => {}
                 (Source::Live { ctl, .. }, effect) => {
                     let req = match effect {
@@ -300,6 +313,8 @@ impl Runner<'_> {
                             ),
                         })),
                         Effect::SetTracing(on) => Some(Request::Trace(on)),
+                        Effect::Attach(pid) => Some(Request::Attach(pid)),
+                        Effect::ListProcesses => None,
                         Effect::ExportTrace => Some(Request::ExportTrace(
                             self.record_dir
                                 .join(format!("schedlab-trace-{}.json", unix_time())),

@@ -76,6 +76,15 @@ pub fn render_keys(frame: &mut Frame, area: Rect, app: &App) {
             ("enter".into(), "apply"),
             ("esc".into(), "cancel"),
         ],
+        Mode::Picker(p) if p.typing => {
+            vec![("enter".into(), "end filter"), ("esc".into(), "close")]
+        }
+        Mode::Picker(_) => vec![
+            ("↑↓".into(), "choose"),
+            ("/".into(), "filter"),
+            ("enter".into(), "attach"),
+            ("esc".into(), "close"),
+        ],
         Mode::CpuPicker { .. } => vec![
             ("←→".into(), "move"),
             ("space".into(), "toggle"),

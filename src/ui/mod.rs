@@ -6,6 +6,7 @@ pub mod graphs;
 pub mod header;
 pub mod knobs;
 pub mod note;
+pub mod picker;
 pub mod popup;
 pub mod preempt;
 pub mod tasks;

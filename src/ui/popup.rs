@@ -45,6 +45,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             render_cpu_picker(frame, area, app, task, cpus, *cursor)
         }
         Mode::Presets { selected } => render_presets(frame, area, app, *selected),
+        Mode::Picker(p) => super::picker::render(frame, area, app, p),
     }
 }
 

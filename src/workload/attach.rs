@@ -178,6 +178,48 @@ fn threads(pid: i32) -> Vec<i32> {
     tids
 }
 
+/// One process in the picker's tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcRow {
+    pub pid: i32,
+    /// How deep below its tree's root (0: a process whose parent is not listed).
+    pub depth: usize,
+    pub comm: String,
+    pub threads: usize,
+}
+
+/// Every user process but schedlab, as a tree like htop's: each process followed by its
+/// children (by pid), indented by depth.
+pub fn process_tree() -> Vec<ProcRow> {
+    let procs = all_procs();
+    let listed = |pid: &i32| procs.get(pid).is_some_and(|p| !p.kernel) && !is_own(*pid);
+    let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    let mut tops = Vec::new();
+    for (pid, p) in procs.iter().filter(|(pid, _)| listed(pid)) {
+        if listed(&p.ppid) {
+            children.entry(p.ppid).or_default().push(*pid);
+        } else {
+            tops.push(*pid);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo: Vec<(i32, usize)> = tops.into_iter().rev().map(|p| (p, 0)).collect();
+    while let Some((pid, depth)) = todo.pop() {
+        if let Some(p) = procs.get(&pid) {
+            out.push(ProcRow {
+                pid,
+                depth,
+                comm: p.comm.clone(),
+                threads: threads(pid).len(),
+            });
+        }
+        for &c in children.get(&pid).into_iter().flatten().rev() {
+            todo.push((c, depth + 1));
+        }
+    }
+    out
+}
+
 /// The tasks to attach to at the start: at least one, at most [`MAX_COUNT`].
 pub fn find(sel: &Selector) -> Result<Vec<ForeignTask>, Invalid> {
     let found = tree(&roots(sel)?);
@@ -255,6 +297,41 @@ mod tests {
             "{found:?}"
         );
         assert!(found.iter().all(|t| t.process == "sleep"));
+    }
+
+    #[test]
+    fn the_tree_lists_a_child_under_its_parent_and_leaves_out_kernel_threads() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; true"])
+            .spawn()
+            .expect("sh");
+        let pid = sh.id() as i32;
+        let start = std::time::Instant::now();
+        let mut rows = Vec::new();
+        // Until sh has forked its sleep (bounded: 2 s).
+        while start.elapsed() < std::time::Duration::from_secs(2) {
+            rows = process_tree();
+            let at = rows.iter().position(|r| r.pid == pid);
+            if at.is_some_and(|i| rows.get(i + 1).is_some_and(|r| r.comm == "sleep")) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = sh.kill();
+        let _ = sh.wait();
+        let at = rows.iter().position(|r| r.pid == pid).expect("sh listed");
+        assert_eq!(
+            rows[at + 1].comm,
+            "sleep",
+            "the child right below its parent"
+        );
+        assert_eq!(rows[at + 1].depth, rows[at].depth + 1);
+        assert_eq!(rows[at].threads, 1);
+        assert!(rows.iter().all(|r| r.pid != 2), "kthreadd is not listed");
+        assert!(
+            rows.iter().all(|r| r.pid != std::process::id() as i32),
+            "nor is schedlab"
+        );
     }
 
     #[test]
