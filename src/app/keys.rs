@@ -109,7 +109,7 @@ impl Command {
             Command::Attach,
             "attach",
             &["a"],
-            "add running processes (tree, / filters)",
+            "attach a running process",
         ),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
         (Command::Record, "record", &["r"], "record to a file on/off"),
