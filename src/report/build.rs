@@ -264,11 +264,17 @@ fn headline(
                 "share",
                 share,
                 "CPU".into(),
-                format!(
-                    "{group} got {:.1} % of a CPU ({})",
-                    share * 100.0,
-                    rate(throughput, unit)
-                ),
+                // A task that reports no progress (an attached process, a command
+                // without --progress) has only its share to show.
+                if unit.is_empty() {
+                    format!("{group} got {:.1} % of a CPU", share * 100.0)
+                } else {
+                    format!(
+                        "{group} got {:.1} % of a CPU ({})",
+                        share * 100.0,
+                        rate(throughput, unit)
+                    )
+                },
             )
         }
         HeadlineKind::Fairness => {
