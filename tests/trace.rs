@@ -7,10 +7,11 @@ mod common;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedlab::cpuset::CpuSet;
 use schedlab::knob::journal::Journal;
+use schedlab::lab::pingpong::{PingPong, Setup};
 use schedlab::trace::{EventKind, TaskSched, TraceFinal, TraceTarget, Tracer};
 
 /// A throwaway journal that is restored however the test ends. Declared before the
@@ -99,135 +100,23 @@ fn wait_sleeping(tids: &[i32]) {
     assert!(ok, "threads {tids:?} did not block");
 }
 
-/// Pin this thread to CPU 0 at nice 19. The nice value changes nothing on a quiet
+/// The pair, pinned to CPU 0 at nice 19. The nice value changes nothing on a quiet
 /// machine (the pair has CPU 0 to itself); on a busy one it keeps the workload from
 /// out-running a debug build's tracer (~10x its release cost per event), which then
 /// shares the CPUs with whatever else runs.
-fn pin_to_cpu0() {
-    let set = CpuSet::single(0).to_libc();
-    // SAFETY: sched_setaffinity and setpriority on this thread, valid arguments.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
-    assert_eq!(rc, 0, "pinning to CPU 0");
-    let tid = nix::unistd::gettid().as_raw() as libc::id_t;
-    // SAFETY: as above.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) };
-    assert_eq!(rc, 0, "nice 19");
+fn ping_pong(run: Duration) -> PingPong {
+    PingPong::start(&Setup {
+        cpu: 0,
+        nice: Some(19),
+        run,
+        stop: None,
+    })
+    .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn pipe() -> (std::fs::File, std::fs::File) {
     let (r, w): (OwnedFd, OwnedFd) = nix::unistd::pipe().expect("pipe");
     (std::fs::File::from(r), std::fs::File::from(w))
-}
-
-/// Two threads pinned to CPU 0 that wait for `go`, ping-pong one byte for `run`, then
-/// report done and block until released.
-struct PingPong {
-    tids: [i32; 2],
-    go: [std::fs::File; 2],
-    release: [std::fs::File; 2],
-    done: mpsc::Receiver<u64>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl PingPong {
-    fn start(run: Duration) -> PingPong {
-        let (ab_r, ab_w) = pipe();
-        let (ba_r, ba_w) = pipe();
-        let (tid_tx, tid_rx) = mpsc::channel();
-        let (done_tx, done) = mpsc::channel();
-        let mut go = Vec::new();
-        let mut release = Vec::new();
-        let mut threads = Vec::new();
-        let ends = [(ab_w, ba_r, true), (ba_w, ab_r, false)];
-        for (i, (mut out, mut inp, leader)) in ends.into_iter().enumerate() {
-            let (mut go_r, go_w) = pipe();
-            let (mut rel_r, rel_w) = pipe();
-            go.push(go_w);
-            release.push(rel_w);
-            let tid_tx = tid_tx.clone();
-            let done_tx = done_tx.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("pingpong-{i}"))
-                    .spawn(move || {
-                        pin_to_cpu0();
-                        tid_tx
-                            .send((i, nix::unistd::gettid().as_raw()))
-                            .expect("send tid");
-                        let mut b = [0u8; 1];
-                        go_r.read_exact(&mut b).expect("go");
-                        let deadline = Instant::now() + run;
-                        let mut rounds = 0u64;
-                        if leader {
-                            while Instant::now() < deadline {
-                                out.write_all(b"p").expect("write");
-                                inp.read_exact(&mut b).expect("read");
-                                rounds += 1;
-                            }
-                            out.write_all(b"q").expect("quit");
-                        } else {
-                            loop {
-                                inp.read_exact(&mut b).expect("read");
-                                if b[0] == b'q' {
-                                    break;
-                                }
-                                out.write_all(b"p").expect("write");
-                                rounds += 1;
-                            }
-                        }
-                        done_tx.send(rounds).expect("done");
-                        let _ = rel_r.read(&mut b);
-                    })
-                    .expect("spawn"),
-            );
-        }
-        let mut tids = [0; 2];
-        for _ in 0..2 {
-            let (i, tid) = tid_rx
-                .recv_timeout(Duration::from_secs(5))
-                .expect("thread started");
-            tids[i] = tid;
-        }
-        let go: [std::fs::File; 2] = go.try_into().expect("two");
-        let release: [std::fs::File; 2] = release.try_into().expect("two");
-        PingPong {
-            tids,
-            go,
-            release,
-            done,
-            threads,
-        }
-    }
-
-    fn go(&mut self) {
-        for g in &mut self.go {
-            g.write_all(b"g").expect("go");
-        }
-    }
-
-    /// Wait (bounded) for both to finish their rounds; returns the rounds.
-    fn wait_done(&self, limit: Duration) -> u64 {
-        let mut rounds = 0;
-        for _ in 0..2 {
-            rounds += self.done.recv_timeout(limit).expect("ping-pong finished");
-        }
-        rounds
-    }
-}
-
-impl Drop for PingPong {
-    fn drop(&mut self) {
-        // Unblock whatever the threads wait on, then reap them.
-        for g in &mut self.go {
-            let _ = g.write_all(b"g");
-        }
-        for r in &mut self.release {
-            let _ = r.write_all(b"r");
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
 }
 
 fn within(got: u64, want: u64, rel: f64) -> bool {
@@ -250,7 +139,7 @@ fn ping_pong_counts_match_the_kernel_and_tracefs_is_unmounted_again() {
     let mounted_before = tracefs_mounted();
     let mut guard = JournalGuard::new();
 
-    let mut pp = PingPong::start(Duration::from_secs(1));
+    let pp = ping_pong(Duration::from_secs(1));
     wait_sleeping(&pp.tids);
     let targets = vec![
         TraceTarget {
@@ -276,7 +165,9 @@ fn ping_pong_counts_match_the_kernel_and_tracefs_is_unmounted_again() {
 
     let before = pp.tids.map(counted);
     pp.go();
-    let rounds = pp.wait_done(Duration::from_secs(10));
+    let rounds = pp
+        .finish(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e:#}"));
     wait_sleeping(&pp.tids);
     let after = pp.tids.map(counted);
 
