@@ -87,9 +87,11 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         warmup: opts.warmup_for(preset),
         aggregate: true,
         // A timeline keeps the whole run's events, up to the tracer's cap.
-        trace: opts
-            .trace
-            .then(|| opts.trace_out.as_ref().map(|_| opts.duration * 2)),
+        trace: match (opts.trace, &opts.trace_out) {
+            (false, _) => experiment::Trace::Off,
+            (true, None) => experiment::Trace::On,
+            (true, Some(_)) => experiment::Trace::Keeping(opts.duration * 2),
+        },
     };
     let mut csv = opts.csv.as_deref().map(CsvWriter::create).transpose()?;
     let mut exp = Experiment::start(preset.clone(), &opts.system_sets, &opts.exe, sys, &lab_opts)?;

@@ -33,9 +33,17 @@ pub struct Options {
     /// the store (state changes only in its main loop), and aggregating twice would
     /// double the instrument's cost.
     pub aggregate: bool,
-    /// Trace the tasks with the sched tracepoints; `Some(keep)` also keeps the raw
-    /// events of the last `keep` for a timeline.
-    pub trace: Option<Option<Duration>>,
+    pub trace: Trace,
+}
+
+/// Whether an experiment is traced with the sched tracepoints.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Trace {
+    Off,
+    /// Per-task statistics only.
+    On,
+    /// Statistics, and the raw events of the last this-long kept for a timeline.
+    Keeping(Duration),
 }
 
 /// A knob change and what came of it.
@@ -139,7 +147,12 @@ impl Experiment {
         let started = session.started_info(warnings);
         let tids: Vec<i32> = session.workload.tasks.iter().map(|t| t.tid).collect();
         // Before the gate opens, so the trace sees the experiment from its first switch.
-        let (tracer, trace_error) = match opts.trace {
+        let keep = match opts.trace {
+            Trace::Off => None,
+            Trace::On => Some(None),
+            Trace::Keeping(d) => Some(Some(d)),
+        };
+        let (tracer, trace_error) = match keep {
             Some(keep) => match start_tracer(&session, opts.interval, keep, sys) {
                 Ok(t) => (Some(t), None),
                 Err(e) => (None, Some(e.to_string())),

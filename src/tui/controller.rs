@@ -203,7 +203,7 @@ impl Controller {
             retention: 1,
             warmup: Duration::ZERO,
             aggregate: false,
-            trace: None,
+            trace: experiment::Trace::Off,
         };
         match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
             Ok(mut exp) => {
