@@ -161,15 +161,7 @@ struct Slice {
 #[derive(Debug, Clone, Copy)]
 enum Rec {
     Slice(Slice),
-    Wake {
-        t: u64,
-        pid: i32,
-        waker: i32,
-        cpu: u32,
-        target_cpu: i32,
-        latency: Option<u64>,
-        was_running: bool,
-    },
+    Wake(Wake),
     Migrate {
         t: u64,
         pid: i32,
@@ -193,6 +185,18 @@ enum Rec {
         t: u64,
         idx: usize,
     },
+}
+
+/// A wakeup instant on the woken task's track.
+#[derive(Debug, Clone, Copy)]
+struct Wake {
+    t: u64,
+    pid: i32,
+    waker: i32,
+    cpu: u32,
+    target_cpu: i32,
+    latency: Option<u64>,
+    was_running: bool,
 }
 
 struct PendingWake {
@@ -362,7 +366,7 @@ impl<'a> Builder<'a> {
         let task_idx = self.push_slice(next, cpu, t, true, false);
         self.task_open.insert(next, (cpu, task_idx));
         for wake in self.pending.remove(&next).unwrap_or_default() {
-            if let Rec::Wake { latency, .. } = &mut self.recs[wake.rec] {
+            if let Rec::Wake(Wake { latency, .. }) = &mut self.recs[wake.rec] {
                 *latency = Some(t.saturating_sub(wake.t));
             }
             if let Some(from) = wake.waker_slice {
@@ -390,7 +394,7 @@ impl<'a> Builder<'a> {
         }
         let was_running = self.task_open.contains_key(&pid);
         let rec = self.recs.len();
-        self.recs.push(Rec::Wake {
+        self.recs.push(Rec::Wake(Wake {
             t,
             pid,
             waker,
@@ -398,7 +402,7 @@ impl<'a> Builder<'a> {
             target_cpu,
             latency: None,
             was_running,
-        });
+        }));
         // A task still on a CPU has no wait to measure: its next switch-in is a later story.
         if was_running {
             return;
@@ -499,7 +503,7 @@ fn flow_ok(recs: &[Rec], rec: &Rec) -> bool {
 fn sort_key(recs: &[Rec], rec: &Rec) -> (u64, u8) {
     match *rec {
         Rec::Slice(s) => (s.start, u8::from(s.task_track)),
-        Rec::Wake { t, .. } | Rec::Migrate { t, .. } | Rec::Mark { t, .. } => (t, 2),
+        Rec::Wake(Wake { t, .. }) | Rec::Migrate { t, .. } | Rec::Mark { t, .. } => (t, 2),
         Rec::FlowStart { t, .. } => (t, 2),
         Rec::FlowEnd { to, .. } => (slice_at(recs, to).map_or(0, |s| s.start + 1), 2),
     }
@@ -767,53 +771,11 @@ impl Built {
             let ev = match self.recs[i] {
                 Rec::Slice(s) => {
                     summary.slices += 1;
-                    let (pid, tid) = if s.task_track {
-                        (TASKS_PID, task_tid(s.tid))
-                    } else {
-                        (CPUS_PID, cpu_tid(s.cpu))
-                    };
-                    let name = Label::Task(task_name(names, s.tid, s.cpu));
-                    Ev {
-                        ts: Some(ts_us(s.start, origin)),
-                        dur: Some(dur_us(s.end.saturating_sub(s.start))),
-                        args: Some(Args::Slice {
-                            tid: s.tid,
-                            cpu: s.cpu,
-                            state_at_end: s.end_state.as_str(),
-                            from_trace_start: s.from_trace_start,
-                        }),
-                        ..Ev::new(name, "X", pid, Some(tid))
-                    }
+                    slice_event(&s, names, origin)
                 }
-                Rec::Wake {
-                    t,
-                    pid,
-                    waker,
-                    cpu,
-                    target_cpu,
-                    latency,
-                    was_running,
-                } => {
+                Rec::Wake(w) => {
                     summary.wakeups += 1;
-                    let waker_name = task_name(names, waker, cpu);
-                    Ev {
-                        ts: Some(ts_us(t, origin)),
-                        s: Some("t"),
-                        args: Some(Args::Wake {
-                            waker,
-                            waker_name: Label::Task(waker_name),
-                            cpu,
-                            target_cpu,
-                            latency_us: latency.map(dur_us),
-                            was_running,
-                        }),
-                        ..Ev::new(
-                            Label::WokenBy(waker_name),
-                            "i",
-                            TASKS_PID,
-                            Some(task_tid(pid)),
-                        )
-                    }
+                    wake_event(&w, names, origin)
                 }
                 Rec::Migrate {
                     t,
@@ -867,6 +829,54 @@ impl Built {
             out.put(&ev)?;
         }
         Ok(summary)
+    }
+}
+
+/// A run of a task on a CPU: on the CPU's track, or on the task's own.
+fn slice_event<'a>(s: &Slice, names: &'a BTreeMap<i32, String>, origin: u64) -> Ev<'a> {
+    let (pid, tid) = if s.task_track {
+        (TASKS_PID, task_tid(s.tid))
+    } else {
+        (CPUS_PID, cpu_tid(s.cpu))
+    };
+    Ev {
+        ts: Some(ts_us(s.start, origin)),
+        dur: Some(dur_us(s.end.saturating_sub(s.start))),
+        args: Some(Args::Slice {
+            tid: s.tid,
+            cpu: s.cpu,
+            state_at_end: s.end_state.as_str(),
+            from_trace_start: s.from_trace_start,
+        }),
+        ..Ev::new(
+            Label::Task(task_name(names, s.tid, s.cpu)),
+            "X",
+            pid,
+            Some(tid),
+        )
+    }
+}
+
+/// A wakeup as an instant on the woken task's track, named by its waker.
+fn wake_event<'a>(w: &Wake, names: &'a BTreeMap<i32, String>, origin: u64) -> Ev<'a> {
+    let waker_name = task_name(names, w.waker, w.cpu);
+    Ev {
+        ts: Some(ts_us(w.t, origin)),
+        s: Some("t"),
+        args: Some(Args::Wake {
+            waker: w.waker,
+            waker_name: Label::Task(waker_name),
+            cpu: w.cpu,
+            target_cpu: w.target_cpu,
+            latency_us: w.latency.map(dur_us),
+            was_running: w.was_running,
+        }),
+        ..Ev::new(
+            Label::WokenBy(waker_name),
+            "i",
+            TASKS_PID,
+            Some(task_tid(w.pid)),
+        )
     }
 }
 
