@@ -1,5 +1,6 @@
 //! The check's own probes: cyclictest-like wakeups, perf-bench pipe ping-pong, pinned spins.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,7 @@ use crate::cpuset::CpuSet;
 use crate::knob::errno::{explain, WriteKind};
 use crate::knob::task::{read_back, set_affinity, set_policy};
 use crate::knob::{Policy, SchedSettings};
-use crate::sampler::parse::{parse_proc_stat, parse_stat, CpuTimes};
+use crate::sampler::parse::{parse_proc_stat, parse_schedstat, parse_stat, CpuTimes, Schedstat};
 use crate::workload::histogram::Histogram;
 
 /// cyclictest's default interval (-i 1000).
@@ -479,7 +480,8 @@ impl LoadWindow {
 pub struct Watched {
     /// Every distinct "sched_rt_runtime_us/sched_rt_period_us", in order.
     pub rt_sysctls: Vec<String>,
-    /// Runnable FIFO/RR user tasks that are not ours, as "comm (pid)".
+    /// FIFO/RR threads of other programs that ran while it was watched, as
+    /// "comm (pid/tid)".
     pub foreign_rt: Vec<String>,
 }
 
@@ -511,46 +513,83 @@ fn ppid_of(stat: &[u8]) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Runnable FIFO/RR tasks of user processes other than `me` and its children.
-fn foreign_rt_tasks(me: i32) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
+/// The real-time threads of user processes other than `me` and its children, and the
+/// CPU time each had used at the last look: one that ran in between competes with the
+/// experiment for the RT bandwidth, one that slept all along (an idle audio daemon)
+/// does not. Sampling only what is runnable at each look would miss a thread that runs
+/// in short bursts between looks.
+struct ForeignRt {
+    me: i32,
+    /// (pid, tid) -> CPU time at the last look (schedstat's ns, or stat's ticks).
+    seen: HashMap<(i32, i32), u64>,
+}
+
+impl ForeignRt {
+    /// Takes note of the real-time threads there are now, reporting none: what ran
+    /// before the watch began is none of its business.
+    fn new(me: i32) -> ForeignRt {
+        let mut f = ForeignRt {
+            me,
+            seen: HashMap::new(),
         };
-        let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-            continue;
+        f.scan();
+        f
+    }
+
+    /// The FIFO/RR threads that ran since the last look (their CPU time moved), are
+    /// runnable now, or are new since then, as "comm (pid/tid)".
+    fn scan(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut now = HashMap::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return out;
         };
-        // Kernel threads (children of kthreadd, pid 2) are the kernel's own business.
-        let ppid = ppid_of(&stat);
-        if pid == me || pid == 2 || ppid == Some(me) || ppid == Some(2) {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(buf) = std::fs::read(t.path().join("stat")) else {
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
                 continue;
             };
-            let Some(st) = parse_stat(&buf) else {
+            let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
                 continue;
             };
-            let rt = matches!(st.policy, Some(p) if p == libc::SCHED_FIFO as u32 || p == libc::SCHED_RR as u32);
-            if rt && st.state == b'R' {
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .map_or_else(|_| "?".to_string(), |c| c.trim().to_string());
-                let name = format!("{comm} ({pid})");
-                if !out.contains(&name) {
-                    out.push(name);
+            // Kernel threads (children of kthreadd, pid 2) are the kernel's own business.
+            let ppid = ppid_of(&stat);
+            if pid == self.me || pid == 2 || ppid == Some(self.me) || ppid == Some(2) {
+                continue;
+            }
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let Some(st) = std::fs::read(t.path().join("stat"))
+                    .ok()
+                    .and_then(|b| parse_stat(&b))
+                else {
+                    continue;
+                };
+                let rt = matches!(st.policy, Some(p) if p == libc::SCHED_FIFO as u32 || p == libc::SCHED_RR as u32);
+                if !rt {
+                    continue;
+                }
+                // "0 0 0" (CONFIG_SCHED_INFO off) never moves: the tick counts then.
+                let cpu = std::fs::read(t.path().join("schedstat"))
+                    .ok()
+                    .and_then(|b| parse_schedstat(&b))
+                    .filter(|s| *s != Schedstat::default())
+                    .map_or(st.utime_ticks + st.stime_ticks, |s| s.run_ns);
+                now.insert((pid, tid), cpu);
+                if st.state == b'R' || self.seen.get(&(pid, tid)) != Some(&cpu) {
+                    let comm = std::fs::read_to_string(t.path().join("comm"))
+                        .map_or_else(|_| "?".to_string(), |c| c.trim().to_string());
+                    out.push(format!("{comm} ({pid}/{tid})"));
                 }
             }
         }
+        self.seen = now;
+        out
     }
-    out
 }
 
 impl Watch {
@@ -568,6 +607,7 @@ impl Watch {
                     rt_sysctls: vec![rt_sysctls()],
                     foreign_rt: Vec::new(),
                 };
+                let mut foreign = ForeignRt::new(me);
                 let mut round = 0u32;
                 while !flag.load(Ordering::Relaxed) && start.elapsed() < limit {
                     std::thread::sleep(Duration::from_millis(50));
@@ -577,7 +617,7 @@ impl Watch {
                     }
                     round += 1;
                     if round.is_multiple_of(4) {
-                        for t in foreign_rt_tasks(me) {
+                        for t in foreign.scan() {
                             if !w.foreign_rt.contains(&t) {
                                 w.foreign_rt.push(t);
                             }
@@ -672,11 +712,14 @@ mod tests {
         std::thread::sleep(Duration::from_millis(250));
         let seen = w.finish();
         assert!(!seen.rt_sysctls.is_empty());
-        let me = std::process::id().to_string();
-        assert!(seen
-            .foreign_rt
-            .iter()
-            .all(|t| !t.contains(&format!("({me})"))));
+        let me = std::process::id();
+        assert!(
+            seen.foreign_rt
+                .iter()
+                .all(|t| !t.contains(&format!("({me}/"))),
+            "{:?}",
+            seen.foreign_rt
+        );
     }
 
     #[test]
@@ -703,5 +746,98 @@ mod tests {
             assert!(l.hist.count >= 10);
             assert_eq!(l.ended_as, Some(Policy::Other));
         }
+    }
+
+    /// Waits (up to 5 s) until thread `tid` of this process sleeps and its CPU time has
+    /// stopped moving: /proc shows 'S' as soon as it is about to block, a moment before
+    /// it is switched out.
+    fn asleep(tid: i32) {
+        let path = format!("/proc/self/task/{tid}");
+        let read = || {
+            let stat = std::fs::read(format!("{path}/stat"))
+                .ok()
+                .and_then(|b| parse_stat(&b));
+            let ran = std::fs::read(format!("{path}/schedstat"))
+                .ok()
+                .and_then(|b| parse_schedstat(&b));
+            (stat.map(|s| s.state), ran)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut last = read();
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            let now = read();
+            if now.0 == Some(b'S') && now == last {
+                return;
+            }
+            last = now;
+        }
+        panic!("thread {tid} never settled asleep: {last:?}");
+    }
+
+    #[test]
+    fn a_foreign_rt_thread_is_reported_once_it_ran_and_not_once_it_is_gone() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: a SCHED_FIFO thread needs root (CAP_SYS_NICE)");
+            return;
+        }
+        // A FIFO thread of this process that only ever sleeps on a channel, woken by
+        // the test: it runs for microseconds at a time, never spins. Told that another
+        // pid is "ours", the scanner sees this process as another program.
+        const NOT_US: i32 = -1;
+        let me = std::process::id() as i32;
+        let (wake, wakes) = mpsc::channel::<bool>();
+        let (ack, acks) = mpsc::channel::<Result<i32, String>>();
+        let sleeper = std::thread::Builder::new()
+            .name("rt-sleeper".into())
+            .spawn(move || {
+                let tid = nix::unistd::gettid().as_raw();
+                let _fifo = match become_fifo(1) {
+                    Ok(g) => g,
+                    Err(e) => {
+                        let _ = ack.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = ack.send(Ok(tid));
+                // true: wake once; false, a dropped sender or 30 s: end (SCHED_OTHER
+                // again first, by the guard).
+                while let Ok(true) = wakes.recv_timeout(Duration::from_secs(30)) {
+                    let _ = ack.send(Ok(tid));
+                }
+            })
+            .expect("spawn");
+        let answer = || {
+            acks.recv_timeout(Duration::from_secs(10))
+                .expect("the sleeper answers")
+        };
+        let tid = answer().expect("SCHED_FIFO as root");
+        let name = format!("rt-sleeper ({me}/{tid})");
+        asleep(tid);
+        let mut others = ForeignRt::new(NOT_US);
+        let mut ours = ForeignRt::new(me);
+        let slept = others.scan();
+        assert!(!slept.contains(&name), "it slept all along: {slept:?}");
+        wake.send(true).expect("wake");
+        assert_eq!(answer(), Ok(tid));
+        asleep(tid);
+        let ran = others.scan();
+        assert!(ran.contains(&name), "it ran once: {ran:?}");
+        assert!(
+            !ours.scan().iter().any(|t| t.contains(&format!("({me}/"))),
+            "our own"
+        );
+        wake.send(false).expect("stop");
+        sleeper.join().expect("the sleeper ends");
+        let gone = others.scan();
+        assert!(
+            !gone.iter().any(|t| t.contains(&format!("/{tid})"))),
+            "{gone:?}"
+        );
+        let fresh = ForeignRt::new(NOT_US).scan();
+        assert!(
+            !fresh.iter().any(|t| t.contains(&format!("/{tid})"))),
+            "{fresh:?}"
+        );
     }
 }

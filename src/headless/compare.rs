@@ -780,13 +780,93 @@ mod tests {
         );
     }
 
+    /// A run's metrics as [`metrics_of`] gives them.
+    fn run(metrics: &[(&str, &str, f64)]) -> Option<RunMetrics> {
+        Some(
+            metrics
+                .iter()
+                .map(|(n, u, v)| (n.to_string(), u.to_string(), *v))
+                .collect(),
+        )
+    }
+
     #[test]
-    fn json_shape() {
-        let v = serde_json::to_value(synthetic()).unwrap();
-        assert_eq!(v["metrics"][0]["a"]["values"].as_array().unwrap().len(), 2);
-        assert_eq!(v["metrics"][0]["ratios"].as_array().unwrap().len(), 2);
-        assert_eq!(v["metrics"][2]["ratios"].as_array().unwrap().len(), 1);
-        assert_eq!(v["b"][1], "reader.policy=batch");
+    fn rounds_become_medians_and_ratios_of_the_rounds_both_sides_have() {
+        // Three rounds; round 2's B run lacks the share metric (its task exited early),
+        // round 3's B run did not complete (the comparison was stopped in it).
+        let rounds: Vec<Round> = vec![
+            [
+                run(&[("tput", "loops/s", 20.0), ("share", "%", 50.0)]),
+                run(&[("tput", "loops/s", 50.0), ("share", "%", 10.0)]),
+            ],
+            [
+                run(&[("tput", "loops/s", 25.0), ("share", "%", 40.0)]),
+                run(&[("tput", "loops/s", 55.0)]),
+            ],
+            [
+                run(&[("tput", "loops/s", 30.0), ("share", "%", 60.0)]),
+                None,
+            ],
+        ];
+        let m = metric_stats(&rounds);
+        let v = serde_json::to_value(&m).expect("json");
+        let close = |v: &serde_json::Value, want: f64| {
+            let got = v.as_f64().expect("a number");
+            assert!((got - want).abs() < 1e-12, "{got} != {want}");
+        };
+        // Metrics in the order the runs first name them.
+        assert_eq!(v[0]["name"], "tput");
+        assert_eq!(v[0]["unit"], "loops/s");
+        assert_eq!(v[1]["name"], "share");
+        assert_eq!(v.as_array().expect("a list").len(), 2);
+        // tput: A 20, 25, 30 (median 25); B 50, 55 (median 52.5, the mean of the two);
+        // ratios only where both sides ran: 50/20 = 2.5, 55/25 = 2.2, median 2.35.
+        assert_eq!(v[0]["a"]["values"], serde_json::json!([20.0, 25.0, 30.0]));
+        close(&v[0]["a"]["min"], 20.0);
+        close(&v[0]["a"]["max"], 30.0);
+        close(&v[0]["a"]["median"], 25.0);
+        assert_eq!(v[0]["b"]["values"], serde_json::json!([50.0, 55.0]));
+        close(&v[0]["b"]["median"], 52.5);
+        close(&v[0]["ratios"][0], 2.5);
+        close(&v[0]["ratios"][1], 2.2);
+        assert_eq!(v[0]["ratios"].as_array().map(Vec::len), Some(2));
+        close(&v[0]["ratio_median"], (2.5 + 2.2) / 2.0);
+        // share: A 50, 40, 60 (median 50); B 10 alone; one pair, 10/50 = 0.2.
+        close(&v[1]["a"]["median"], 50.0);
+        assert_eq!(v[1]["b"]["values"], serde_json::json!([10.0]));
+        close(&v[1]["b"]["median"], 10.0);
+        assert_eq!(v[1]["ratios"].as_array().map(Vec::len), Some(1));
+        close(&v[1]["ratios"][0], 0.2);
+        close(&v[1]["ratio_median"], 0.2);
+        // Two ratios cannot make a regime; neither can one.
+        assert_eq!(v[0]["outlier_rounds"], serde_json::json!([]));
+        assert_eq!(v[1]["outlier_rounds"], serde_json::json!([]));
+        assert!(regime_warnings(&m).is_empty());
+    }
+
+    #[test]
+    fn a_round_in_another_regime_is_named_in_a_warning() {
+        // B/A per round: 2.0, 2.0, 0.4. The median is 2.0; 0.4 is 5x off it, past the
+        // 1.25x that still counts as one regime.
+        let rounds: Vec<Round> = [(10.0, 20.0), (20.0, 40.0), (50.0, 20.0)]
+            .iter()
+            .map(|&(a, b)| {
+                [
+                    run(&[("tput", "loops/s", a)]),
+                    run(&[("tput", "loops/s", b)]),
+                ]
+            })
+            .collect();
+        let m = metric_stats(&rounds);
+        assert_eq!(m[0].ratios, [2.0, 2.0, 0.4]);
+        assert_eq!(m[0].ratio_median, 2.0);
+        assert_eq!(m[0].outlier_rounds, [3]);
+        assert_eq!(
+            regime_warnings(&m),
+            ["tput: the rounds split into regimes: B/A of round 3 (0.40) is more than 25 % from the median 2.00 (every round is shown)"]
+        );
+        let v = serde_json::to_value(&m[0]).expect("json");
+        assert_eq!(v["outlier_rounds"], serde_json::json!([3]));
     }
 
     #[test]

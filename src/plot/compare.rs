@@ -65,8 +65,8 @@ pub(super) fn common_suffix(names: &[&str]) -> String {
     split[0][split[0].len() - k..].join(" ")
 }
 
-const SIDE_A: RGBColor = RGBColor(31, 119, 180);
-const SIDE_B: RGBColor = RGBColor(255, 127, 14);
+pub(super) const SIDE_A: RGBColor = RGBColor(31, 119, 180);
+pub(super) const SIDE_B: RGBColor = RGBColor(255, 127, 14);
 
 /// One group of the bar panels: its label and bars (value, whisker, colour).
 struct Group {

@@ -15,7 +15,7 @@ use crate::headless::compare::display_unit;
 use crate::report::RunReport;
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
-const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);
+pub(super) const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);
 
 /// A time panel: lines over x, dashed markers with their labels in the headroom.
 #[allow(clippy::too_many_arguments)]

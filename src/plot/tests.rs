@@ -1,8 +1,9 @@
-//! Tests of the plot module: every figure in PNG and SVG, and the layout helpers.
+//! Tests of the plot module: every figure in PNG, its structure in SVG (titles, axis
+//! labels, one line per series, the legend), and the layout helpers.
 
-use super::compare::{common_suffix, compare_layout};
-use super::run::EVENT_OK;
-use super::style::{color, label_rows, si_tick, trim_number, Marker, TAB10};
+use super::compare::{common_suffix, compare_layout, SIDE_A, SIDE_B};
+use super::run::{EVENT_OK, EVENT_REFUSED};
+use super::style::{color, label_rows, legend, si_tick, trim_number, Mark, Marker, TAB10};
 use super::sweep::sweep_axis;
 use super::*;
 use crate::headless::compare::{outliers, ratios, stats, MetricStats};
@@ -41,6 +42,97 @@ impl Out {
             std::fs::copy(self.path(name), Path::new(&dir).join(name)).unwrap();
         }
     }
+}
+
+/// What an SVG from plotters holds, in drawing order: every element is a child of the
+/// root, and a text's content is its own.
+#[derive(Debug, Default)]
+struct Svg {
+    /// Every text, trimmed.
+    texts: Vec<String>,
+    /// (text, fill colour) of every text.
+    coloured: Vec<(String, String)>,
+    /// Data lines: polylines of more than two points, as (stroke colour, points).
+    series: Vec<(String, usize)>,
+    /// Polylines of two points or fewer (axes, ticks, whiskers, legend marks, dashes)
+    /// as (stroke colour, stroke width).
+    segments: Vec<(String, String)>,
+    /// Legend rows as (colour of the mark, label): a text drawn 8 px right of the end
+    /// of the horizontal segment just before it, at its height.
+    legend: Vec<(String, String)>,
+    /// Fill colour of every rectangle but the white background.
+    rects: Vec<String>,
+    /// Fill colour of every circle (sweep points, compare's dots).
+    circles: Vec<String>,
+}
+
+impl Svg {
+    fn parse(text: &str) -> Svg {
+        let doc = roxmltree::Document::parse(text).expect("well-formed SVG");
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "svg");
+        let mut svg = Svg::default();
+        // The end (x, y) and colour of a horizontal segment drawn just before.
+        let mut mark: Option<(f64, f64, String)> = None;
+        for e in root.children().filter(|n| n.is_element()) {
+            let attr = |name: &str| e.attribute(name).unwrap_or_default().to_string();
+            let num = |name: &str| attr(name).parse::<f64>().unwrap_or(f64::NAN);
+            let last_mark = mark.take();
+            match e.tag_name().name() {
+                "text" => {
+                    let t = e.text().unwrap_or_default().trim().to_string();
+                    if let Some((x, y, c)) = last_mark {
+                        if num("x") == x + 8.0 && num("y") == y {
+                            svg.legend.push((c, t.clone()));
+                        }
+                    }
+                    svg.coloured.push((t.clone(), attr("fill")));
+                    svg.texts.push(t);
+                }
+                "polyline" => {
+                    let points: Vec<(f64, f64)> = attr("points")
+                        .split_whitespace()
+                        .map(|p| {
+                            let (x, y) = p.split_once(',').expect("x,y");
+                            (x.parse().expect("x"), y.parse().expect("y"))
+                        })
+                        .collect();
+                    if points.len() > 2 {
+                        svg.series.push((attr("stroke"), points.len()));
+                    } else {
+                        svg.segments.push((attr("stroke"), attr("stroke-width")));
+                        if let [(_, y0), (x1, y1)] = points[..] {
+                            if y0 == y1 {
+                                mark = Some((x1, y1, attr("stroke")));
+                            }
+                        }
+                    }
+                }
+                "rect" if attr("fill") != "#FFFFFF" => svg.rects.push(attr("fill")),
+                "circle" => svg.circles.push(attr("fill")),
+                _ => {}
+            }
+        }
+        svg
+    }
+
+    fn count(&self, text: &str) -> usize {
+        self.texts.iter().filter(|t| *t == text).count()
+    }
+
+    fn has(&self, text: &str) -> bool {
+        self.count(text) > 0
+    }
+
+    /// The colours of the data lines, in drawing order.
+    fn series_colours(&self) -> Vec<String> {
+        self.series.iter().map(|(c, _)| c.clone()).collect()
+    }
+}
+
+/// A colour as plotters writes it in SVG.
+fn hex(c: RGBColor) -> String {
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
 fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
@@ -294,37 +386,46 @@ fn format_by_extension() {
 }
 
 #[test]
-fn bars_png_and_svg() {
+fn bars_have_a_bar_a_whisker_and_a_value_each() {
     let out = Out::new();
     let bars = vec![
         ("other".to_string(), 21.5, Some((21.2, 21.9))),
         ("batch".to_string(), 54.0, Some((51.0, 57.0))),
         ("idle".to_string(), 3.0, None),
     ];
-    plot_bars(
-        &out.path("bars.png"),
-        "writer throughput by policy",
-        "MB/s",
-        &bars,
-    )
-    .unwrap();
+    let title = "writer throughput by policy";
+    plot_bars(&out.path("bars.png"), title, "MB/s", &bars).unwrap();
     out.check_png("bars.png", 10_000);
-    plot_bars(
-        &out.path("bars.svg"),
-        "writer throughput by policy",
-        "MB/s",
-        &bars,
-    )
-    .unwrap();
-    let svg = out.read_svg("bars.svg");
-    assert!(svg.contains("<svg") && svg.contains("writer throughput by policy"));
-    assert!(svg.contains("batch") && svg.contains("MB/s"));
+    plot_bars(&out.path("bars.svg"), title, "MB/s", &bars).unwrap();
+    let svg = Svg::parse(&out.read_svg("bars.svg"));
+    for text in [
+        title, "MB/s", "other", "batch", "idle", "21.5", "54.0", "3.00",
+    ] {
+        assert_eq!(svg.count(text), 1, "{text:?} in {:?}", svg.texts);
+    }
+    assert_eq!(svg.rects, vec![hex(TAB10[0]); 3], "one bar each");
+    // A whisker is three black 2 px strokes: min to max and a cap at each end.
+    let whiskers = svg
+        .segments
+        .iter()
+        .filter(|s| **s == (hex(BLACK), "2".to_string()))
+        .count();
+    assert_eq!(whiskers, 2 * 3, "whiskers on other and batch");
+    assert!(svg.series.is_empty() && svg.legend.is_empty());
+    plot_bars(&out.path("none.svg"), "nothing", "MB/s", &[]).unwrap();
+    let none = Svg::parse(&out.read_svg("none.svg"));
+    assert!(
+        none.has("nothing") && none.has("no data"),
+        "{:?}",
+        none.texts
+    );
+    assert!(none.rects.is_empty());
     plot_bars(&out.path("none.png"), "nothing", "MB/s", &[]).unwrap();
     out.check_png("none.png", 1_000);
 }
 
 #[test]
-fn curves_on_log_and_linear_axes() {
+fn curves_have_a_line_and_a_legend_row_per_series() {
     let out = Out::new();
     let hist = |shift: f64| -> Vec<(f64, f64)> {
         (0..40)
@@ -341,91 +442,300 @@ fn curves_on_log_and_linear_axes() {
         ("other".to_string(), hist(0.0)),
         ("batch".to_string(), with_zero),
     ];
-    plot_curves(
-        &out.path("c.png"),
-        "switch latency",
-        "latency (ns)",
-        "samples (%)",
-        true,
-        &series,
-    )
-    .unwrap();
+    let draw = |name: &str, log_x: bool| {
+        plot_curves(
+            &out.path(name),
+            "switch latency",
+            "latency (ns)",
+            "samples (%)",
+            log_x,
+            &series,
+        )
+        .unwrap();
+    };
+    draw("c.png", true);
     out.check_png("c.png", 10_000);
-    plot_curves(
-        &out.path("c.svg"),
-        "switch latency",
-        "latency (ns)",
-        "samples (%)",
-        false,
-        &series,
-    )
-    .unwrap();
-    assert!(out.read_svg("c.svg").contains("switch latency"));
+    let legend = vec![
+        (hex(TAB10[0]), "other".to_string()),
+        (hex(TAB10[1]), "batch".to_string()),
+    ];
+    for (name, log_x, points) in [
+        ("linear.svg", false, [40, 41]),
+        // A log axis has no 0: batch's point at x = 0 is left out.
+        ("log.svg", true, [40, 40]),
+    ] {
+        draw(name, log_x);
+        let svg = Svg::parse(&out.read_svg(name));
+        for text in ["switch latency", "latency (ns)", "samples (%)"] {
+            assert_eq!(svg.count(text), 1, "{name}: {text:?}");
+        }
+        assert_eq!(
+            svg.series,
+            vec![(hex(TAB10[0]), points[0]), (hex(TAB10[1]), points[1])],
+            "{name}"
+        );
+        assert_eq!(svg.legend, legend, "{name}");
+    }
+    plot_curves(&out.path("e.svg"), "empty", "x", "y", true, &[]).unwrap();
+    let empty = Svg::parse(&out.read_svg("e.svg"));
+    assert!(empty.has("empty") && empty.series.is_empty() && empty.legend.is_empty());
     plot_curves(&out.path("e.png"), "empty", "x", "y", true, &[]).unwrap();
     out.check_png("e.png", 1_000);
 }
 
+/// The run figure's rows for `n` tasks of [`run_report`] (task i has nice i).
+fn run_legend(r: &RunReport) -> Vec<(String, String)> {
+    let n = r.series.tasks.len();
+    let mut rows: Vec<(String, String)> = r
+        .series
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let label = if i == 0 {
+                name.clone()
+            } else {
+                format!("{name} (nice {i})")
+            };
+            (hex(color(i, n)), label)
+        })
+        .collect();
+    rows.push((
+        hex(BLACK),
+        format!("{} throughput", r.metrics.headline.task),
+    ));
+    if !r.events.is_empty() {
+        rows.push((hex(EVENT_OK), "knob change".into()));
+    }
+    rows
+}
+
 #[test]
-fn run_plots_with_few_and_many_tasks() {
+fn run_plots_have_a_line_per_task_and_panel_and_mark_every_knob_change() {
     let out = Out::new();
-    plot_run(&run_report(2, "bytes"), &out.path("run.png")).unwrap();
+    let report = run_report(2, "bytes");
+    plot_run(&report, &out.path("run.png")).unwrap();
     out.check_png("run.png", 20_000);
-    plot_run(&run_report(21, "iterations"), &out.path("run21.png")).unwrap();
-    out.check_png("run21.png", 20_000);
-    plot_run(&run_report(2, "bytes"), &out.path("run.svg")).unwrap();
-    let svg = out.read_svg("run.svg");
+    plot_run(&report, &out.path("run.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("run.svg"));
     for text in [
         "pipe-wakeup - Linux 6.18.44, 2 CPUs",
-        "writer.policy=batch",
-        "writer.policy=fifo (refused)",
+        "4.0 s sampled every 100 ms; --set writer.cpus=0",
         "CPU share (% of one CPU)",
+        "switches/s per task (log)",
         "writer throughput (MB/s)",
-        "time (s)",
     ] {
-        assert!(svg.contains(text), "{text} missing from the SVG");
+        assert_eq!(svg.count(text), 1, "{text:?} in {:?}", svg.texts);
     }
+    assert_eq!(svg.count("time (s)"), 3, "an x axis per panel");
+    // CPU share and switches: a line per task; throughput: the writer group's. Each has
+    // 40 of the 41 samples: the last came 5 ms after the one before, under half an
+    // interval, and a rate over 5 ms is noise.
+    let (t0, t1, black) = (hex(TAB10[0]), hex(TAB10[1]), hex(BLACK));
+    assert_eq!(
+        svg.series,
+        [&t0, &t1, &t0, &t1, &black]
+            .map(|c| (c.clone(), 40))
+            .to_vec()
+    );
+    assert_eq!(svg.legend, run_legend(&report));
+    // Each knob change is marked in all three panels, a refused one in red.
+    for (label, colour) in [
+        ("reader.policy=batch", EVENT_OK),
+        ("writer.policy=batch", EVENT_OK),
+        ("writer.policy=fifo (refused)", EVENT_REFUSED),
+    ] {
+        let marks = svg
+            .coloured
+            .iter()
+            .filter(|(t, c)| t == label && *c == hex(colour))
+            .count();
+        assert_eq!(marks, 3, "{label}");
+    }
+
+    let many = run_report(21, "iterations");
+    plot_run(&many, &out.path("run21.png")).unwrap();
+    out.check_png("run21.png", 20_000);
+    plot_run(&many, &out.path("run21.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("run21.svg"));
+    let mut colours: Vec<String> = (0..21).map(|i| hex(color(i, 21))).collect();
+    colours.extend(colours.clone());
+    colours.push(hex(BLACK));
+    assert_eq!(
+        svg.series_colours(),
+        colours,
+        "21 tasks twice, then the throughput"
+    );
+    // 23 rows of 24 px fit the figure's height: all of them.
+    assert_eq!(svg.legend, run_legend(&many));
+
     let mut empty = run_report(2, "");
     empty.series.points.clear();
     empty.events.clear();
     plot_run(&empty, &out.path("empty.png")).unwrap();
     out.check_png("empty.png", 5_000);
+    plot_run(&empty, &out.path("empty.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("empty.svg"));
+    assert_eq!(svg.count("no samples"), 2, "{:?}", svg.texts);
+    assert_eq!(svg.count("the writer tasks count no progress"), 1);
+    assert!(svg.series.is_empty());
+    assert_eq!(svg.legend, run_legend(&empty), "no knob change row");
 }
 
 #[test]
-fn sweep_plots_numeric_and_categorical() {
+fn sweep_plots_have_a_line_per_task_and_one_for_the_headline() {
     let out = Out::new();
     let numeric = sweep_report(&["200000", "300000", "400000", "500000", "600000"], 2);
     plot_sweep(&numeric, &out.path("sweep.png")).unwrap();
     out.check_png("sweep.png", 20_000);
+    plot_sweep(&numeric, &out.path("sweep.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("sweep.svg"));
+    // A point per value, on each task's line and on the headline's.
+    let (t0, t1, black) = (hex(TAB10[0]), hex(TAB10[1]), hex(BLACK));
+    assert_eq!(
+        svg.series,
+        vec![(t0.clone(), 5), (t1.clone(), 5), (black.clone(), 5)]
+    );
+    assert_eq!(svg.circles.len(), 15);
+    for v in ["200000", "300000", "400000", "500000", "600000"] {
+        assert_eq!(svg.count(v), 2, "{v} under both panels");
+    }
+    assert_eq!(
+        svg.legend,
+        vec![(t0, "task-0".to_string()), (t1, "task-1".to_string())]
+    );
+
     let mut cat = sweep_report(&["fifo", "rr", "other", "batch"], 12);
     cat.knob = "fifo.policy".into();
-    plot_sweep(&cat, &out.path("sweep.svg")).unwrap();
-    let svg = out.read_svg("sweep.svg");
-    assert!(
-        svg.contains("sweep of fifo.policy") && svg.contains("\nbatch\n"),
-        "labels"
+    plot_sweep(&cat, &out.path("cat.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("cat.svg"));
+    for text in [
+        "rt-throttle - Linux 6.18.44, 2 CPUs: sweep of fifo.policy",
+        "4 values, 2.0 s each (measured after 1.0 s of warm-up)",
+        "CPU share (% of one CPU)",
+        "fair CPU share (% of one CPU)",
+    ] {
+        assert_eq!(svg.count(text), 1, "{text:?} in {:?}", svg.texts);
+    }
+    for text in ["fifo.policy", "fifo", "rr", "other", "batch"] {
+        assert_eq!(svg.count(text), 2, "{text:?} under both panels");
+    }
+    let colours: Vec<String> = (0..12).map(|i| hex(color(i, 12))).collect();
+    let mut lines = colours.clone();
+    lines.push(black.clone());
+    assert_eq!(svg.series_colours(), lines);
+    assert!(svg.series.iter().all(|(_, n)| *n == 4));
+    let dots: Vec<String> = lines
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(c.clone(), 4))
+        .collect();
+    assert_eq!(
+        svg.circles, dots,
+        "a point per value, in each line's colour"
     );
+    let names: Vec<(String, String)> = colours
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (c, format!("task-{i}")))
+        .collect();
+    assert_eq!(svg.legend, names);
+
+    plot_sweep(&sweep_report(&[], 0), &out.path("none.svg")).unwrap();
+    let none = Svg::parse(&out.read_svg("none.svg"));
+    assert_eq!(none.count("no runs"), 2);
+    assert!(none.series.is_empty() && none.legend.is_empty());
     plot_sweep(&sweep_report(&[], 0), &out.path("none.png")).unwrap();
     out.check_png("none.png", 1_000);
 }
 
 #[test]
-fn compare_plots_few_and_many_metrics() {
+fn compare_plots_have_two_bars_per_metric_with_rounds_whiskers_and_ratio() {
     let out = Out::new();
     plot_compare(&compare_report(2), &out.path("cmp.png")).unwrap();
     out.check_png("cmp.png", 20_000);
+    plot_compare(&compare_report(2), &out.path("cmp.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("cmp.svg"));
+    for text in [
+        "pipe-wakeup - Linux 6.18.44, 2 CPUs: A (writer.policy=other) vs B (writer.policy=batch,reader.policy=batch)",
+        "3 rounds of A then B, 3.0 s each; bars: median, whiskers: min-max, dots: every round; above: median of B/A per round",
+        "A: writer.policy=other",
+        "B: writer.policy=batch,reader.policy=batch",
+        // A panel per unit; a panel's common suffix goes to its axis.
+        "MB/s",
+        "CPU share (%)",
+        "us",
+        "k switches/s",
+        "writer throughput",
+        "busy-0",
+        "busy-1",
+        "latency p99",
+        "writer switches",
+        // Medians of B/A per round: 51/21.2, 54/21.5, 57/21.9 -> 2.51; 90/60, 97/61,
+        // 93/63 -> 1.50; 88/59, 95/60, 91/62 -> 1.49; 4100/3700 = 1.11; 130/83000.
+        "B/A 2.51x",
+        "B/A 1.50x",
+        "B/A 1.49x",
+        "B/A 1.11x",
+        "B/A 0.0016x",
+    ] {
+        assert_eq!(svg.count(text), 1, "{text:?} in {:?}", svg.texts);
+    }
+    // Five metrics: a bar per side each, and each side's square in the key.
+    let side = |c: RGBColor| svg.rects.iter().filter(|r| **r == hex(c)).count();
+    assert_eq!((side(SIDE_A), side(SIDE_B), svg.rects.len()), (6, 6, 12));
+    // Three rounds: three dots on each of the ten bars, and a min-max whisker.
+    assert_eq!(svg.circles, vec![hex(BLACK); 30]);
+    let whiskers = svg
+        .segments
+        .iter()
+        .filter(|s| **s == (hex(BLACK), "2".to_string()))
+        .count();
+    assert_eq!(whiskers, 10 * 3);
+    assert!(svg.series.is_empty() && svg.legend.is_empty());
+
     plot_compare(&compare_report(21), &out.path("cmp21.png")).unwrap();
     out.check_png("cmp21.png", 20_000);
     plot_compare(&compare_report(21), &out.path("cmp21.svg")).unwrap();
-    let svg = out.read_svg("cmp21.svg");
-    assert!(
-        svg.contains("B/A 2.51x") && svg.contains("busy-20"),
-        "ratios and labels"
-    );
+    let svg = Svg::parse(&out.read_svg("cmp21.svg"));
+    let side = |c: RGBColor| svg.rects.iter().filter(|r| **r == hex(c)).count();
+    // Throughput, 21 shares, latency and switches; and the key.
+    assert_eq!((side(SIDE_A), side(SIDE_B)), (25, 25));
+    assert_eq!(svg.circles.len(), 24 * 2 * 3);
+    assert!(svg.has("B/A 2.51x") && svg.has("busy-20"));
+
     let mut none = compare_report(0);
     none.metrics.clear();
+    plot_compare(&none, &out.path("none.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("none.svg"));
+    assert!(svg.has("no complete round"), "{:?}", svg.texts);
+    assert_eq!(svg.rects.len(), 2, "the key only");
     plot_compare(&none, &out.path("none.png")).unwrap();
     out.check_png("none.png", 1_000);
+}
+
+#[test]
+fn a_legend_too_long_for_its_column_ends_with_how_many_more() {
+    register_font().unwrap();
+    let entries: Vec<(String, RGBColor, Mark)> = (0..40)
+        .map(|i| (format!("task-{i}"), color(i, 40), Mark::Line))
+        .collect();
+    let mut text = String::new();
+    {
+        let area = SVGBackend::with_string(&mut text, (200, 300)).into_drawing_area();
+        legend(&area, 16, &entries).unwrap();
+        area.present().unwrap();
+    }
+    let svg = Svg::parse(&text);
+    // 300 - 16 at the top - 10 below = 274 px: rows shrink to their least, 13 px, so
+    // 21 fit; 20 entries, then the row that says how many more.
+    assert_eq!(svg.legend.len(), 20);
+    for (i, (c, label)) in svg.legend.iter().enumerate() {
+        assert_eq!(
+            (c.clone(), label.clone()),
+            (hex(color(i, 40)), format!("task-{i}"))
+        );
+    }
+    assert!(svg.has("+20 more"), "{:?}", svg.texts);
 }
 
 #[test]

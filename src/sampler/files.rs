@@ -74,41 +74,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pread_rereads_fresh_content_and_grows_the_buffer() {
+    fn pread_at_zero_reads_the_file_as_it_is_now() {
+        // A thread renames itself between two reads through one descriptor: the second
+        // read shows the new name, so a pread at 0 regenerates the file.
+        std::thread::Builder::new()
+            .name("pread-before".into())
+            .spawn(|| {
+                let me = std::process::id() as i32;
+                let tid = nix::unistd::gettid().as_raw();
+                let files = TaskFiles::open(me, tid).expect("own task files");
+                let stat = files.stat.as_ref().expect("stat");
+                let mut buf = Vec::new();
+                let first = pread_all(stat, &mut buf).expect("read").to_vec();
+                let start = format!("{tid} (pread-before) ");
+                assert!(first.starts_with(start.as_bytes()), "{first:?}");
+                nix::sys::prctl::set_name(c"pread-after").expect("rename");
+                let again = pread_all(stat, &mut buf).expect("read");
+                let start = format!("{tid} (pread-after) ");
+                assert!(again.starts_with(start.as_bytes()), "{again:?}");
+            })
+            .expect("spawn")
+            .join()
+            .expect("the reading thread");
         let me = std::process::id() as i32;
-        let files = TaskFiles::open(me, me).expect("own task files");
-        let mut buf = Vec::new();
-        let first = pread_all(files.stat.as_ref().expect("stat"), &mut buf)
-            .expect("read")
-            .to_vec();
-        assert!(first.starts_with(format!("{me} (").as_bytes()));
-        let again = pread_all(files.stat.as_ref().expect("stat"), &mut buf).expect("read");
-        assert!(
-            again.starts_with(format!("{me} (").as_bytes()),
-            "pread at 0 regenerates"
-        );
-        // A file longer than the starting buffer: the buffer grows until one read holds
-        // all of it, and what comes back is the whole file, byte for byte.
+        assert!(TaskFiles::open(me, i32::MAX).is_err(), "no such task");
+    }
+
+    #[test]
+    fn a_file_longer_than_the_buffer_grows_it_until_one_read_holds_all() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("long");
-        let long: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &long).expect("write");
-        let file = File::open(&path).expect("open");
-        let mut small = Vec::new();
-        let text = pread_all(&file, &mut small).expect("read");
-        assert_eq!(text, &long[..]);
-        assert_eq!(
-            small.len(),
-            16_384,
-            "4 KiB doubled until 10 000 bytes fit with room"
-        );
-        assert!(TaskFiles::open(me, i32::MAX).is_err());
+        let file_of = |len: usize| {
+            let path = dir.path().join(format!("f{len}"));
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &bytes).expect("write");
+            (File::open(&path).expect("open"), bytes)
+        };
+        // (file length, reads, buffer length after): a read that fills the buffer may
+        // have left some of the file, so the buffer doubles and the file is read again
+        // from the start until a read comes back short.
+        for (len, reads, grown) in [
+            // 4096 and 8192 bytes come back full, 16384 holds all of 10 000.
+            (10_000, 3, 16_384),
+            // Exactly the buffer: full, so once more with 8192, which is short.
+            (4096, 2, 8192),
+            (4095, 1, 4096),
+            (0, 1, 4096),
+        ] {
+            let (file, bytes) = file_of(len);
+            let mut buf = vec![0u8; 4096];
+            let capacity = buf.capacity();
+            let before = syscr();
+            let got = pread_all(&file, &mut buf).expect("read").to_vec();
+            let used = syscr() - before - syscr_overhead();
+            assert_eq!(got, bytes, "{len} bytes read whole");
+            assert_eq!(used, reads, "read calls for {len} bytes");
+            assert_eq!(buf.len(), grown, "buffer after {len} bytes");
+            assert_eq!(buf.capacity() > capacity, grown > 4096, "{len}");
+        }
+        // An empty buffer starts at 4 KiB.
+        let (file, bytes) = file_of(100);
+        let mut buf = Vec::new();
+        assert_eq!(pread_all(&file, &mut buf).expect("read"), &bytes[..]);
+        assert_eq!(buf.len(), 4096);
     }
 
     #[test]
     fn a_procfs_file_is_read_with_one_pread() {
-        // The cost this saves is a whole regeneration of the seq_file; count the reads
-        // through a file that records them.
+        // The cost this saves is a whole regeneration of the seq_file; count the reads.
         let me = std::process::id() as i32;
         let files = TaskFiles::open(me, me).expect("own task files");
         let sched = files.sched.as_ref().expect("sched");
@@ -118,21 +150,30 @@ mod tests {
             let text = pread_all(sched, &mut buf).expect("read");
             assert!(text.ends_with(b"\n"), "whole file");
         }
-        let reads = syscr() - before;
-        // 100 preads of the sched file, plus the few reads that reading the io file
-        // itself takes; a second pread per file would make it 200.
-        assert!(
-            (100..=110).contains(&reads),
-            "{reads} read calls for 100 files"
-        );
+        let reads = syscr() - before - syscr_overhead();
+        // One pread per file; a second one to see EOF would make it 200.
+        assert_eq!(reads, 100);
     }
 
-    /// Read system calls this process made so far (/proc/self/io `syscr`).
+    /// Read system calls this thread made so far (/proc/thread-self/io `syscr`), with
+    /// one read of its own: the file is far below 4 KiB, and a read is counted once it
+    /// returns, so it is in the next call's figure, not its own.
     fn syscr() -> u64 {
-        let io = std::fs::read_to_string("/proc/thread-self/io").expect("io");
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        let n = File::open("/proc/thread-self/io")
+            .and_then(|mut f| f.read(&mut buf))
+            .expect("io");
+        let io = std::str::from_utf8(&buf[..n]).expect("text");
         io.lines()
             .find_map(|l| l.strip_prefix("syscr: "))
             .and_then(|v| v.trim().parse().ok())
             .expect("syscr")
+    }
+
+    /// The reads that [`syscr`] itself adds between two of its calls (one).
+    fn syscr_overhead() -> u64 {
+        let a = syscr();
+        syscr() - a
     }
 }

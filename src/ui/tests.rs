@@ -86,20 +86,41 @@ fn too_small_says_so() {
     insta::assert_snapshot!(draw(60, 10, |f, _| super::render(f, &app)));
 }
 
+/// The app with the policy popup open as the running app opens it: the fair task
+/// selected, `p` pressed.
+fn policy_popup_of_fair(base: &App) -> App {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = base.clone();
+    for code in [KeyCode::Down, KeyCode::Char('p')] {
+        app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+    let Mode::Choice {
+        title,
+        options,
+        selected,
+        knob,
+    } = &app.ui.mode
+    else {
+        panic!("p opens a choice: {:?}", app.ui.mode)
+    };
+    assert_eq!(
+        (title.as_str(), knob.as_str()),
+        ("fair: policy", "fair.policy")
+    );
+    // Every policy a task can be given, the fair task's current one (other) chosen.
+    assert_eq!(
+        options,
+        &["other", "batch", "idle", "fifo", "rr", "deadline"]
+    );
+    assert_eq!(*selected, 0);
+    app
+}
+
 #[test]
 fn popups() {
     let base = app_with_change();
     let modes = [
         ("help", Mode::Help),
-        (
-            "policy",
-            Mode::Choice {
-                title: "fair: policy".into(),
-                options: vec!["other".into(), "batch".into(), "idle".into()],
-                selected: 1,
-                knob: "fair.policy".into(),
-            },
-        ),
         ("input", Mode::input("fair.slice", "fair.slice=", "3ms")),
         (
             "cpus",
@@ -119,6 +140,8 @@ fn popups() {
             draw(80, 24, |f, _| super::render(f, &app))
         );
     }
+    let app = policy_popup_of_fair(&base);
+    insta::assert_snapshot!("popup_policy", draw(80, 24, |f, _| super::render(f, &app)));
 }
 
 #[test]

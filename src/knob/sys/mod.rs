@@ -110,36 +110,100 @@ mod tests {
         assert_eq!(current_choice("none voluntary"), None);
     }
 
-    #[test]
-    fn debugfs_knobs_say_how_to_mount_when_unmounted() {
-        let probe = Probe {
+    /// What Probe::detect finds as root on a 6.18 machine where debugfs is not mounted.
+    fn unmounted() -> Probe {
+        Probe {
             root: true,
             kernel: (6, 18),
             debugfs_mounted: false,
             sched_dir: None,
             features_path: None,
-            debugfs_write: Err(KnobError::refused("x")),
+            debugfs_write: Probe::probe_debugfs_write(true, false, None),
             rt_group_root: None,
             uclamp: false,
-        };
+        }
+    }
+
+    #[test]
+    fn debugfs_knobs_say_how_to_mount_when_unmounted() {
+        let probe = unmounted();
+        let mount = "mount -t debugfs none /sys/kernel/debug";
         let why =
             why_not_writable(&SysKnob::Tunable("base_slice_ns"), &probe).expect("not writable");
-        assert_eq!(why, "x");
-        assert!(get(&SysKnob::Feature("WA_IDLE".into()), &probe)
-            .unwrap_err()
-            .to_string()
-            .contains("mount -t debugfs"));
+        assert!(why.starts_with("debugfs is not mounted"), "{why}");
+        assert!(
+            why.contains(mount) && why.contains("--mount-debugfs"),
+            "{why}"
+        );
+        let feature = get(&SysKnob::Feature("WA_IDLE".into()), &probe).unwrap_err();
+        assert!(feature.to_string().contains(mount), "{feature}");
+        // A sysctl does not depend on debugfs: writable whenever its file is there.
+        let sysctl = Path::new("/proc/sys/kernel/sched_rt_runtime_us").exists();
+        assert_eq!(
+            why_not_writable(&SysKnob::RtRuntime, &probe).is_none(),
+            sysctl
+        );
+        assert_eq!(
+            why_not_writable(
+                &SysKnob::RtRuntime,
+                &Probe {
+                    root: false,
+                    ..probe.clone()
+                }
+            )
+            .as_deref(),
+            Some("not root")
+        );
+    }
+
+    #[test]
+    fn the_debugfs_write_probe_says_which_step_failed() {
+        let refused = |m: &str| Err(KnobError::Refused(m.to_string()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let writable = dir.path().join("features");
+        std::fs::write(&writable, "WA_IDLE\n").expect("write");
+        assert_eq!(
+            Probe::probe_debugfs_write(false, true, Some(&writable)),
+            refused("not root")
+        );
+        assert_eq!(
+            Probe::probe_debugfs_write(true, true, None),
+            refused("this kernel has no scheduler debugfs files")
+        );
+        let missing = dir.path().join("none");
+        let Err(KnobError::Refused(m)) = Probe::probe_debugfs_write(true, true, Some(&missing))
+        else {
+            panic!("a missing features file is refused")
+        };
+        let cannot = format!("cannot open {}: ", missing.display());
+        assert!(m.starts_with(&cannot) && m.contains("No such file"), "{m}");
+        assert_eq!(
+            Probe::probe_debugfs_write(true, true, Some(&writable)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn probe_reasons_follow_what_the_kernel_has() {
+        let probe = unmounted();
         assert_eq!(
             probe.uclamp_reason().as_deref(),
             Some("CONFIG_UCLAMP_TASK is off in this kernel")
         );
-        let not_root = Probe {
-            root: false,
+        let uclamp = Probe {
+            uclamp: true,
+            ..probe.clone()
+        };
+        assert_eq!(uclamp.uclamp_reason(), None);
+        // Custom slices (sched_attr.sched_runtime for fair tasks) came with 6.12.
+        assert_eq!(probe.slice_reason(), None);
+        let old = Probe {
+            kernel: (6, 11),
             ..probe
         };
         assert_eq!(
-            why_not_writable(&SysKnob::RtRuntime, &not_root).as_deref(),
-            Some("not root")
+            old.slice_reason().as_deref(),
+            Some("custom slices need Linux 6.12+ (this is 6.11)")
         );
     }
 }

@@ -77,7 +77,7 @@ impl Probe {
         }
     }
 
-    fn probe_debugfs_write(
+    pub(super) fn probe_debugfs_write(
         root: bool,
         mounted: bool,
         features: Option<&Path>,
