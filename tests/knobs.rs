@@ -795,7 +795,11 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
         read(crowd)
     );
     // solo's group is made next to crowd's: it may take a moment longer to appear.
-    assert!(wait_for_value(&solo, even), "solo's {file}: {}", read(&solo));
+    assert!(
+        wait_for_value(&solo, even),
+        "solo's {file}: {}",
+        read(&solo)
+    );
     assert!(
         wait_for_value(crowd, heavy),
         "crowd.weight=400 reached the kernel: {file} reads {}",

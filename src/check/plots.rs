@@ -11,7 +11,7 @@ use crate::workload::histogram::{bucket_bounds, Histogram};
 /// curve has 4 points per doubling: smooth enough, and still a histogram on a log axis.
 const MERGE: usize = crate::workload::histogram::SUB / 4;
 
-/// Histogram as (latency in us, % of wakeups) per bin, every bin between the first and
+/// Histogram as (latency in µs, % of wakeups) per bin, every bin between the first and
 /// the last non-empty one (empty bins as 0 so the curve drops to the axis).
 pub fn histogram_curve(h: &Histogram) -> Vec<(f64, f64)> {
     let total: u64 = h.buckets.iter().sum();
@@ -42,6 +42,13 @@ pub fn histogram_curve(h: &Histogram) -> Vec<(f64, f64)> {
 pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
+    let footer = |samples: &str| crate::plot::footer(&report.kernel, report.cpus, samples);
+    let wakeups: u64 = report
+        .data
+        .latency
+        .iter()
+        .map(|(_, h)| h.buckets.iter().sum::<u64>())
+        .sum();
     let series: Vec<(String, Vec<(f64, f64)>)> = report
         .data
         .latency
@@ -51,33 +58,39 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     if !series.is_empty() {
         let path = dir.join("wakeup_latency.png");
-        crate::plot::plot_curves(
+        crate::plot::plot_curves_footed(
             &path,
             "Timer wakeup latency, 1 ms clock_nanosleep (cyclictest)",
-            "latency (us, log)",
+            "latency (µs, log)",
             "% of wakeups",
             true,
             &series,
+            &footer(&format!("{wakeups} wakeups")),
         )?;
         written.push(path);
     }
     if !report.data.switch_cost.is_empty() {
         let path = dir.join("switch_cost.png");
-        crate::plot::plot_bars(
+        crate::plot::plot_bars_footed(
             &path,
-            "Pipe ping-pong (perf bench sched pipe), range over tenths of the run",
-            "us per round trip",
+            "Pipe ping-pong (perf bench sched pipe): time per round trip",
+            "µs per round trip (bar: whole run; whisker: fastest to slowest tenth of it)",
             &report.data.switch_cost,
+            &footer(&format!(
+                "{} runs, each timed in tenths",
+                report.data.switch_cost.len()
+            )),
         )?;
         written.push(path);
     }
     if !report.data.cpu_speed.is_empty() {
         let path = dir.join("cpu_speed.png");
-        crate::plot::plot_bars(
+        crate::plot::plot_bars_footed(
             &path,
-            "Pinned spin loop per CPU (best slice, range over slices)",
-            "M iterations/s",
+            "Pinned spin loop per CPU",
+            "M iterations/s (bar: best slice; whisker: slowest to fastest slice)",
             &report.data.cpu_speed,
+            &footer(&format!("{} CPUs measured", report.data.cpu_speed.len())),
         )?;
         written.push(path);
     }

@@ -7,13 +7,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{
-    draw_centred, font, house_mesh, linear_top, panel_builder, titled, trim_number, Ticks, SUBTLE,
-    TAB10, X_AREA,
+    draw_centred, font, footed, footer_text, house_mesh, linear_top, panel_builder, plot_unit,
+    titled, trim_number, Ticks, SUBTLE, TAB10, X_AREA,
 };
 use super::{Bar, Whisker};
-use crate::headless::compare::{
-    display_unit, ratio_text, short, CompareReport, MetricStats, Stats,
-};
+use crate::headless::compare::{ratio_text, short, CompareReport, MetricStats, Stats};
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
@@ -69,14 +67,14 @@ const SIDE_A: RGBColor = RGBColor(31, 119, 180);
 const SIDE_B: RGBColor = RGBColor(255, 127, 14);
 
 /// One group of the bar panels: its label and bars (value, whisker, colour).
-struct Group {
-    label: String,
-    bars: Vec<(f64, Whisker, RGBColor)>,
+pub(super) struct Group {
+    pub(super) label: String,
+    pub(super) bars: Vec<(f64, Whisker, RGBColor)>,
     /// Every round's value for each bar, drawn as dots over it (compare: a regime
     /// split shows as a dot far from the others).
-    dots: Vec<Vec<f64>>,
+    pub(super) dots: Vec<Vec<f64>>,
     /// Text above the group.
-    top: Option<String>,
+    pub(super) top: Option<String>,
 }
 
 pub(super) fn draw_compare<DB: DrawingBackend>(
@@ -86,6 +84,8 @@ pub(super) fn draw_compare<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let samples = format!("{} rounds of A and B, {:.1} s each", r.rounds, r.duration_s);
+    let root = &footed(root, &footer_text(&r.kernel, r.cpus, &samples))?;
     let area = compare_heading(root, r)?;
     // The key for the two colours, on a line of its own.
     let (key, body) = area.split_vertically(26);
@@ -199,7 +199,7 @@ where
         .iter()
         .map(|m| m.a.max.abs().max(m.b.max.abs()))
         .fold(0.0, f64::max);
-    let (div, shown) = display_unit(unit, max);
+    let (div, shown) = plot_unit(unit, max);
     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
     let suffix = common_suffix(&names);
     let groups: Vec<Group> = metrics
@@ -260,7 +260,7 @@ fn ratio_note(m: &MetricStats) -> Option<String> {
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, RangedCoordf64>>;
 
 /// Grouped bars with whiskers and a text above each group.
-fn bar_panel<DB: DrawingBackend>(
+pub(super) fn bar_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     groups: &[Group],
     y_desc: &str,
@@ -454,10 +454,12 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
     title: &str,
     y_label: &str,
     bars: &[Bar],
+    footer: &str,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    let root = &footed(root, footer)?;
     let body = titled(root, title, "")?;
     let groups: Vec<Group> = bars
         .iter()
