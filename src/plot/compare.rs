@@ -121,7 +121,7 @@ where
     let title_size = if title.chars().count() > 95 { 18 } else { 22 };
     let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
     let sub = format!(
-        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots: every round; above: median of B/A per round{}",
+        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots beside: every round; above: median of B/A per round{}",
         r.rounds,
         if r.rounds == 1 { "" } else { "s" },
         r.duration_s,
@@ -168,13 +168,8 @@ where
     }
     let rows = body.split_evenly((layout.len(), 1));
     for (row_area, row) in rows.iter().zip(&layout) {
-        // A lone small panel keeps the width of a pair instead of stretching its bars.
-        let cols = if row.len() == 1 && panels[row[0]].1.len() <= 3 {
-            2
-        } else {
-            row.len()
-        };
-        let cells = row_area.split_evenly((1, cols));
+        // A lone panel takes the whole row: no empty quarter (bars are capped in width).
+        let cells = row_area.split_evenly((1, row.len()));
         for (cell, &p) in cells.iter().zip(row) {
             let (unit, ids) = &panels[p];
             draw_unit_panel(cell, r, unit, ids)?;
@@ -255,6 +250,9 @@ fn ratio_note(m: &MetricStats) -> Option<String> {
         }
     })
 }
+
+/// Bars lower than this many pixels get their value written above them.
+const SMALL_BAR_PX: i32 = 14;
 
 /// A bar panel's chart: group keys on x, values on y.
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, RangedCoordf64>>;
@@ -374,20 +372,46 @@ fn draw_bar<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    // With rounds to show, the bar leaves the right quarter of its slot to their dots.
+    let with_dots = dots.is_some_and(|d| d.len() > 1);
+    let bar_x1 = if with_dots { x0 + (x1 - x0) * 0.72 } else { x1 };
     chart.draw_series(std::iter::once(Rectangle::new(
-        [(x0, 0.0), (x1, *v)],
+        [(x0, 0.0), (bar_x1, *v)],
         c.filled(),
     )))?;
-    // Every round as a dot, spread across the bar so equal values stay apart.
+    // Every round as a dot beside the bar, zigzagging so equal values stay apart.
     if let Some(dots) = dots.filter(|d| d.len() > 1) {
-        let n = dots.len() as f64;
-        chart.draw_series(dots.iter().enumerate().map(|(k, y)| {
-            let x = x0 + (x1 - x0) * (0.2 + 0.6 * k as f64 / (n - 1.0));
-            Circle::new((x, *y), 3, BLACK.filled())
-        }))?;
+        let col = bar_x1 + (x1 - bar_x1) * 0.5;
+        let step = (x1 - bar_x1) * 0.22;
+        let at = |k: usize, y: f64| (col + if k % 2 == 0 { -step } else { step }, y);
+        chart.draw_series(
+            dots.iter()
+                .enumerate()
+                .map(|(k, y)| Circle::new(at(k, *y), 3, c.filled())),
+        )?;
+        chart.draw_series(
+            dots.iter()
+                .enumerate()
+                .map(|(k, y)| Circle::new(at(k, *y), 3, BLACK.stroke_width(1))),
+        )?;
     }
     if let Some((lo, hi)) = whisker {
-        draw_whisker(chart, *lo, *hi, x0, x1)?;
+        draw_whisker(chart, *lo, *hi, x0, bar_x1)?;
+    }
+    // A bar only a few pixels high says its value.
+    let (_, base) = chart.backend_coord(&(x0, 0.0));
+    let (_, top) = chart.backend_coord(&(x0, *v));
+    if (base - top).abs() < SMALL_BAR_PX {
+        let above = whisker.map_or(*v, |(_, hi)| hi.max(*v));
+        let (_, y) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));
+        let (x, _) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));
+        let plot = chart.plotting_area().strip_coord_spec();
+        let (bx, by) = plot.get_base_pixel();
+        plot.draw(&Text::new(
+            short(*v),
+            (x - bx, y - by - 4),
+            font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
+        ))?;
     }
     Ok(())
 }

@@ -13,12 +13,15 @@ use crate::report::RunReport;
 
 use compare::{compare_layout, compare_panels, draw_bars, draw_compare};
 use curves::draw_curves;
+use latency::draw_latency;
+pub use latency::LatencyCurve;
 use run::draw_run;
 use style::SANS;
 use sweep::draw_sweep;
 
 mod compare;
 mod curves;
+mod latency;
 #[cfg(test)]
 mod reference;
 mod run;
@@ -151,7 +154,25 @@ pub fn plot_curves_footed(
     )
 }
 
+/// Latency histograms as steps on log-log axes, each with its p50/p99/max marked.
+pub fn plot_latency(path: &Path, title: &str, curves: &[LatencyCurve], footer: &str) -> Result<()> {
+    save(
+        path,
+        FLAT,
+        &Figure::Latency {
+            title,
+            curves,
+            footer,
+        },
+    )
+}
+
 enum Figure<'a> {
+    Latency {
+        title: &'a str,
+        curves: &'a [LatencyCurve],
+        footer: &'a str,
+    },
     Run(&'a RunReport),
     Sweep(&'a SweepReport),
     Compare(&'a CompareReport),
@@ -205,6 +226,11 @@ where
     root.fill(&WHITE)?;
     match figure {
         Figure::Run(r) => draw_run(&root, r)?,
+        Figure::Latency {
+            title,
+            curves,
+            footer,
+        } => draw_latency(&root, title, curves, footer)?,
         Figure::Sweep(r) => draw_sweep(&root, r)?,
         Figure::Compare(r) => draw_compare(&root, r)?,
         Figure::Bars {

@@ -169,3 +169,27 @@ fn summary_counts_elements_and_normalises_the_footer() {
         "{s}"
     );
 }
+
+#[test]
+fn latency_matches_reference() {
+    let curve = |name: &str, shift: f64| LatencyCurve {
+        name: name.into(),
+        bins: vec![
+            (40.0 * shift, 50.0 * shift, 10.0),
+            (50.0 * shift, 60.0 * shift, 85.0),
+            (60.0 * shift, 70.0 * shift, 0.0),
+            (70.0 * shift, 80.0 * shift, 4.9),
+            (800.0 * shift, 900.0 * shift, 0.1),
+        ],
+        marks: vec![
+            ("p50".into(), 55.0 * shift),
+            ("p99".into(), 75.0 * shift),
+            ("max".into(), 850.0 * shift),
+        ],
+    };
+    let curves = [curve("idle", 1.0), curve("loaded", 2.0)];
+    let f = footer("6.18.44", 2, "2000 wakeups");
+    check("latency", |p| {
+        plot_latency(p, "Timer wakeup latency", &curves, &f)
+    });
+}

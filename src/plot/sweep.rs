@@ -124,7 +124,8 @@ where
     let empty = r.rows.is_empty().then_some("no runs");
     draw_share_panel(&panels[0], r, &axis, &names, empty)?;
     draw_headline_panel(&panels[1], r, &axis, empty)?;
-    draw_sweep_legend(&side, &names)
+    let reference = rt_reference(r, &axis).is_some();
+    draw_sweep_legend(&side, &names, reference)
 }
 
 fn sweep_title(r: &SweepReport) -> String {
@@ -203,6 +204,7 @@ where
         &r.knob,
         "CPU share (% of one CPU)",
         empty,
+        None,
     )
 }
 
@@ -231,30 +233,76 @@ where
         .zip(&axis.xs)
         .map(|(row, &x)| (x, row.headline.value / div))
         .collect();
+    let reference = rt_reference(r, axis);
+    let ref_max = reference.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     sweep_panel(
         area,
         axis,
-        0.0..linear_top(h_max / div) * 1.04,
+        0.0..linear_top((h_max / div).max(ref_max)) * 1.04,
         &[(BLACK, pts)],
         &r.knob,
         &desc,
         empty,
+        reference.as_deref(),
     )
 }
+
+/// The RT period the kernel defaults to (sched_rt_period_us); a runtime sweep keeps it.
+const RT_PERIOD_US: f64 = 1_000_000.0;
+
+/// What RT throttling leaves a fair task beside an RT spinner on its CPU: 1 - runtime /
+/// period of it, in % of one CPU, at each swept sys.rt_runtime_us (rt-throttle's headline).
+fn rt_reference(r: &SweepReport, axis: &SweepAxis) -> Option<Vec<(f64, f64)>> {
+    let share = r
+        .rows
+        .first()
+        .is_some_and(|row| row.headline.kind == "share");
+    let numeric = r.rows.iter().all(|row| row.value.parse::<f64>().is_ok());
+    if r.knob != "sys.rt_runtime_us" || !share || !numeric {
+        return None;
+    }
+    let lo = axis.xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = axis.xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return None;
+    }
+    // A curve through the whole axis, not segments between the swept values: on a log
+    // axis 1 - x is far from straight.
+    const STEPS: usize = 60;
+    let pts = (0..=STEPS)
+        .map(|k| {
+            let x = lo + (hi - lo) * k as f64 / STEPS as f64;
+            let runtime = if axis.log { 10f64.powf(x) } else { x };
+            (x, (1.0 - runtime / RT_PERIOD_US).clamp(0.0, 1.0) * 100.0)
+        })
+        .collect();
+    Some(pts)
+}
+
+/// The legend's name of [`rt_reference`] (the period is the default 1 s).
+const RT_REFERENCE: &str = "1 - runtime/period";
 
 fn draw_sweep_legend<DB: DrawingBackend>(
     side: &DrawingArea<DB, Shift>,
     names: &[String],
+    reference: bool,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let n = names.len();
-    let entries: Vec<(String, RGBColor, Mark)> = names
+    let mut entries: Vec<(String, RGBColor, Mark)> = names
         .iter()
         .enumerate()
         .map(|(i, name)| (name.clone(), color(i, n), Mark::Line))
         .collect();
+    if reference {
+        entries.push((
+            RT_REFERENCE.to_string(),
+            RGBColor(120, 120, 120),
+            Mark::Dashed,
+        ));
+    }
     legend(side, 16, &entries)
 }
 
@@ -266,6 +314,7 @@ fn sweep_panel<DB: DrawingBackend>(
     x_desc: &str,
     y_desc: &str,
     note: Option<&str>,
+    reference: Option<&[(f64, f64)]>,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -291,6 +340,14 @@ where
         .x_label_formatter(&label_of)
         .y_label_formatter(&|v| trim_number(*v))
         .draw()?;
+    if let Some(pts) = reference {
+        chart.draw_series(DashedLineSeries::new(
+            pts.iter().copied(),
+            8,
+            5,
+            RGBColor(120, 120, 120).stroke_width(2),
+        ))?;
+    }
     for (c, pts) in series {
         chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
