@@ -254,6 +254,9 @@ fn ratio_note(m: &MetricStats) -> Option<String> {
 /// Bars lower than this many pixels get their value written above them.
 const SMALL_BAR_PX: i32 = 14;
 
+/// Groups narrower than this have no room for the values of their low bars.
+const MIN_LABELLED_GROUP_PX: f64 = 70.0;
+
 /// A bar panel's chart: group keys on x, values on y.
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, RangedCoordf64>>;
 
@@ -289,7 +292,10 @@ where
         for (j, bar) in g.bars.iter().enumerate() {
             let x0 = start + slot * j as f64 + slot * 0.08;
             let x1 = start + slot * (j + 1) as f64 - slot * 0.08;
-            draw_bar(&mut chart, bar, g.dots.get(j), x0, x1)?;
+            // A lone bar with a text above it (plot_bars) says its value there already.
+            let label =
+                group_px >= MIN_LABELLED_GROUP_PX && !(g.bars.len() == 1 && g.top.is_some());
+            draw_bar(&mut chart, bar, g.dots.get(j), x0, x1, label)?;
         }
         if let Some(text) = &g.top {
             draw_group_text(&mut chart, g, text, i, group_px, y_top - bottom)?;
@@ -368,6 +374,7 @@ fn draw_bar<DB: DrawingBackend>(
     dots: Option<&Vec<f64>>,
     x0: f64,
     x1: f64,
+    label_small: bool,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -401,7 +408,7 @@ where
     // A bar only a few pixels high says its value.
     let (_, base) = chart.backend_coord(&(x0, 0.0));
     let (_, top) = chart.backend_coord(&(x0, *v));
-    if (base - top).abs() < SMALL_BAR_PX {
+    if label_small && (base - top).abs() < SMALL_BAR_PX {
         let above = whisker.map_or(*v, |(_, hi)| hi.max(*v));
         let (_, y) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));
         let (x, _) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));

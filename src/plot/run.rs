@@ -350,6 +350,8 @@ where
     let mut tasks: Vec<&crate::report::TaskReport> =
         r.tasks.iter().filter(|t| t.ideal_share.is_some()).collect();
     tasks.sort_by_key(|t| t.nice);
+    // Past a dozen pairs the ratios above them would run into each other.
+    let ratios = tasks.len() <= 12;
     let groups: Vec<Group> = tasks
         .iter()
         .map(|t| {
@@ -359,7 +361,7 @@ where
                 label: format!("nice {}", t.nice),
                 bars: vec![(measured, None, colour_of(&t.name)), (ideal, None, IDEAL)],
                 dots: Vec::new(),
-                top: (ideal > 0.0).then(|| format!("{:.2}x", measured / ideal)),
+                top: (ratios && ideal > 0.0).then(|| format!("{:.2}x", measured / ideal)),
             }
         })
         .collect();
