@@ -390,7 +390,7 @@ where
     if let Some(dots) = dots.filter(|d| d.len() > 1) {
         let col = bar_x1 + (x1 - bar_x1) * 0.5;
         let step = (x1 - bar_x1) * 0.22;
-        let at = |k: usize, y: f64| (col + if k % 2 == 0 { -step } else { step }, y);
+        let at = |k: usize, y: f64| (col + if k.is_multiple_of(2) { -step } else { step }, y);
         chart.draw_series(
             dots.iter()
                 .enumerate()

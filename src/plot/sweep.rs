@@ -306,6 +306,7 @@ where
     legend(side, 16, &entries)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sweep_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     axis: &SweepAxis,
