@@ -7,13 +7,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{
-    draw_centred, font, house_mesh, linear_top, panel_builder, titled, trim_number, Ticks, SUBTLE,
-    TAB10, X_AREA,
+    draw_centred, font, footed, footer_text, house_mesh, linear_top, panel_builder, plot_unit,
+    titled, trim_number, Ticks, SUBTLE, TAB10, X_AREA,
 };
 use super::{Bar, Whisker};
-use crate::headless::compare::{
-    display_unit, ratio_text, short, CompareReport, MetricStats, Stats,
-};
+use crate::headless::compare::{ratio_text, short, CompareReport, MetricStats, Stats};
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
@@ -69,14 +67,14 @@ pub(super) const SIDE_A: RGBColor = RGBColor(31, 119, 180);
 pub(super) const SIDE_B: RGBColor = RGBColor(255, 127, 14);
 
 /// One group of the bar panels: its label and bars (value, whisker, colour).
-struct Group {
-    label: String,
-    bars: Vec<(f64, Whisker, RGBColor)>,
+pub(super) struct Group {
+    pub(super) label: String,
+    pub(super) bars: Vec<(f64, Whisker, RGBColor)>,
     /// Every round's value for each bar, drawn as dots over it (compare: a regime
     /// split shows as a dot far from the others).
-    dots: Vec<Vec<f64>>,
+    pub(super) dots: Vec<Vec<f64>>,
     /// Text above the group.
-    top: Option<String>,
+    pub(super) top: Option<String>,
 }
 
 pub(super) fn draw_compare<DB: DrawingBackend>(
@@ -86,6 +84,8 @@ pub(super) fn draw_compare<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let samples = format!("{} rounds of A and B, {:.1} s each", r.rounds, r.duration_s);
+    let root = &footed(root, &footer_text(&r.kernel, r.cpus, &samples))?;
     let area = compare_heading(root, r)?;
     // The key for the two colours, on a line of its own.
     let (key, body) = area.split_vertically(26);
@@ -121,7 +121,7 @@ where
     let title_size = if title.chars().count() > 95 { 18 } else { 22 };
     let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
     let sub = format!(
-        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots: every round; above: median of B/A per round{}",
+        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots beside: every round; above: median of B/A per round{}",
         r.rounds,
         if r.rounds == 1 { "" } else { "s" },
         r.duration_s,
@@ -168,13 +168,8 @@ where
     }
     let rows = body.split_evenly((layout.len(), 1));
     for (row_area, row) in rows.iter().zip(&layout) {
-        // A lone small panel keeps the width of a pair instead of stretching its bars.
-        let cols = if row.len() == 1 && panels[row[0]].1.len() <= 3 {
-            2
-        } else {
-            row.len()
-        };
-        let cells = row_area.split_evenly((1, cols));
+        // A lone panel takes the whole row: no empty quarter (bars are capped in width).
+        let cells = row_area.split_evenly((1, row.len()));
         for (cell, &p) in cells.iter().zip(row) {
             let (unit, ids) = &panels[p];
             draw_unit_panel(cell, r, unit, ids)?;
@@ -199,7 +194,7 @@ where
         .iter()
         .map(|m| m.a.max.abs().max(m.b.max.abs()))
         .fold(0.0, f64::max);
-    let (div, shown) = display_unit(unit, max);
+    let (div, shown) = plot_unit(unit, max);
     let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
     let suffix = common_suffix(&names);
     let groups: Vec<Group> = metrics
@@ -256,11 +251,17 @@ fn ratio_note(m: &MetricStats) -> Option<String> {
     })
 }
 
+/// Bars lower than this many pixels get their value written above them.
+const SMALL_BAR_PX: i32 = 14;
+
+/// Groups narrower than this have no room for the values of their low bars.
+const MIN_LABELLED_GROUP_PX: f64 = 70.0;
+
 /// A bar panel's chart: group keys on x, values on y.
 type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticks, RangedCoordf64>>;
 
 /// Grouped bars with whiskers and a text above each group.
-fn bar_panel<DB: DrawingBackend>(
+pub(super) fn bar_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     groups: &[Group],
     y_desc: &str,
@@ -291,7 +292,10 @@ where
         for (j, bar) in g.bars.iter().enumerate() {
             let x0 = start + slot * j as f64 + slot * 0.08;
             let x1 = start + slot * (j + 1) as f64 - slot * 0.08;
-            draw_bar(&mut chart, bar, g.dots.get(j), x0, x1)?;
+            // A lone bar with a text above it (plot_bars) says its value there already.
+            let label =
+                group_px >= MIN_LABELLED_GROUP_PX && !(g.bars.len() == 1 && g.top.is_some());
+            draw_bar(&mut chart, bar, g.dots.get(j), x0, x1, label)?;
         }
         if let Some(text) = &g.top {
             draw_group_text(&mut chart, g, text, i, group_px, y_top - bottom)?;
@@ -370,24 +374,51 @@ fn draw_bar<DB: DrawingBackend>(
     dots: Option<&Vec<f64>>,
     x0: f64,
     x1: f64,
+    label_small: bool,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    // With rounds to show, the bar leaves the right quarter of its slot to their dots.
+    let with_dots = dots.is_some_and(|d| d.len() > 1);
+    let bar_x1 = if with_dots { x0 + (x1 - x0) * 0.72 } else { x1 };
     chart.draw_series(std::iter::once(Rectangle::new(
-        [(x0, 0.0), (x1, *v)],
+        [(x0, 0.0), (bar_x1, *v)],
         c.filled(),
     )))?;
-    // Every round as a dot, spread across the bar so equal values stay apart.
+    // Every round as a dot beside the bar, zigzagging so equal values stay apart.
     if let Some(dots) = dots.filter(|d| d.len() > 1) {
-        let n = dots.len() as f64;
-        chart.draw_series(dots.iter().enumerate().map(|(k, y)| {
-            let x = x0 + (x1 - x0) * (0.2 + 0.6 * k as f64 / (n - 1.0));
-            Circle::new((x, *y), 3, BLACK.filled())
-        }))?;
+        let col = bar_x1 + (x1 - bar_x1) * 0.5;
+        let step = (x1 - bar_x1) * 0.22;
+        let at = |k: usize, y: f64| (col + if k.is_multiple_of(2) { -step } else { step }, y);
+        chart.draw_series(
+            dots.iter()
+                .enumerate()
+                .map(|(k, y)| Circle::new(at(k, *y), 3, c.filled())),
+        )?;
+        chart.draw_series(
+            dots.iter()
+                .enumerate()
+                .map(|(k, y)| Circle::new(at(k, *y), 3, BLACK.stroke_width(1))),
+        )?;
     }
     if let Some((lo, hi)) = whisker {
-        draw_whisker(chart, *lo, *hi, x0, x1)?;
+        draw_whisker(chart, *lo, *hi, x0, bar_x1)?;
+    }
+    // A bar only a few pixels high says its value.
+    let (_, base) = chart.backend_coord(&(x0, 0.0));
+    let (_, top) = chart.backend_coord(&(x0, *v));
+    if label_small && (base - top).abs() < SMALL_BAR_PX {
+        let above = whisker.map_or(*v, |(_, hi)| hi.max(*v));
+        let (_, y) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));
+        let (x, _) = chart.backend_coord(&((x0 + bar_x1) / 2.0, above));
+        let plot = chart.plotting_area().strip_coord_spec();
+        let (bx, by) = plot.get_base_pixel();
+        plot.draw(&Text::new(
+            short(*v),
+            (x - bx, y - by - 4),
+            font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
+        ))?;
     }
     Ok(())
 }
@@ -454,10 +485,12 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
     title: &str,
     y_label: &str,
     bars: &[Bar],
+    footer: &str,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    let root = &footed(root, footer)?;
     let body = titled(root, title, "")?;
     let groups: Vec<Group> = bars
         .iter()

@@ -5,7 +5,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{
-    color, legend, line_chart, linear_top, si_tick, titled, trim_number, Axes, Line, Mark, LEGEND_W,
+    color, footed, legend, line_chart, linear_top, si_tick, titled, trim_number, Axes, Line, Mark,
+    LEGEND_W,
 };
 
 pub(super) fn draw_curves<DB: DrawingBackend>(
@@ -15,10 +16,12 @@ pub(super) fn draw_curves<DB: DrawingBackend>(
     y_label: &str,
     log_x: bool,
     series: &[(String, Vec<(f64, f64)>)],
+    footer: &str,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    let root = &footed(root, footer)?;
     let body = titled(root, title, "")?;
     let (w, _) = body.dim_in_pixel();
     let (plot, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));

@@ -13,19 +13,26 @@ use crate::report::RunReport;
 
 use compare::{compare_layout, compare_panels, draw_bars, draw_compare};
 use curves::draw_curves;
+use latency::draw_latency;
+pub use latency::LatencyCurve;
 use run::draw_run;
 use style::SANS;
 use sweep::draw_sweep;
 
 mod compare;
 mod curves;
+mod latency;
+#[cfg(test)]
+mod reference;
 mod run;
 mod style;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod text;
 
-/// The one font of every plot, embedded so that no font has to be installed.
+/// The one font of every plot, embedded so that no font has to be installed; SVG files
+/// name it as their font family ([`style::SANS`]).
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// Multi-panel figures.
@@ -86,6 +93,17 @@ pub fn plot_compare(report: &CompareReport, path: &Path) -> Result<()> {
 
 /// Bars with an optional (min, max) whisker each.
 pub fn plot_bars(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<()> {
+    plot_bars_footed(path, title, y_label, bars, &machine_footer())
+}
+
+/// [`plot_bars`] with a footer of the caller's, e.g. from [`footer`].
+pub fn plot_bars_footed(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    bars: &[Bar],
+    footer: &str,
+) -> Result<()> {
     save(
         path,
         FLAT,
@@ -93,6 +111,7 @@ pub fn plot_bars(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Resul
             title,
             y_label,
             bars,
+            footer,
         },
     )
 }
@@ -107,6 +126,20 @@ pub fn plot_curves(
     log_x: bool,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<()> {
+    let footer = machine_footer();
+    plot_curves_footed(path, title, x_label, y_label, log_x, series, &footer)
+}
+
+/// [`plot_curves`] with a footer of the caller's, e.g. from [`footer`].
+pub fn plot_curves_footed(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    series: &[(String, Vec<(f64, f64)>)],
+    footer: &str,
+) -> Result<()> {
     save(
         path,
         FLAT,
@@ -116,11 +149,30 @@ pub fn plot_curves(
             y_label,
             log_x,
             series,
+            footer,
+        },
+    )
+}
+
+/// Latency histograms as steps on log-log axes, each with its p50/p99/max marked.
+pub fn plot_latency(path: &Path, title: &str, curves: &[LatencyCurve], footer: &str) -> Result<()> {
+    save(
+        path,
+        FLAT,
+        &Figure::Latency {
+            title,
+            curves,
+            footer,
         },
     )
 }
 
 enum Figure<'a> {
+    Latency {
+        title: &'a str,
+        curves: &'a [LatencyCurve],
+        footer: &'a str,
+    },
     Run(&'a RunReport),
     Sweep(&'a SweepReport),
     Compare(&'a CompareReport),
@@ -128,6 +180,7 @@ enum Figure<'a> {
         title: &'a str,
         y_label: &'a str,
         bars: &'a [Bar],
+        footer: &'a str,
     },
     Curves {
         title: &'a str,
@@ -135,6 +188,7 @@ enum Figure<'a> {
         y_label: &'a str,
         log_x: bool,
         series: &'a [(String, Vec<(f64, f64)>)],
+        footer: &'a str,
     },
 }
 
@@ -154,7 +208,12 @@ fn save(path: &Path, size: (u32, u32), figure: &Figure) -> Result<()> {
     let format = format_of(path)?;
     register_font()?;
     let written = match format {
-        Format::Png => draw_on(BitMapBackend::new(path, size).into_drawing_area(), figure),
+        Format::Png => {
+            let font = ab_glyph::FontRef::try_from_slice(FONT)
+                .context("the embedded DejaVu Sans is not a TrueType font")?;
+            let backend = text::Crisp::new(BitMapBackend::new(path, size), font);
+            draw_on(backend.into_drawing_area(), figure)
+        }
         Format::Svg => draw_on(SVGBackend::new(path, size).into_drawing_area(), figure),
     };
     written.with_context(|| format!("writing plot {}", path.display()))
@@ -167,21 +226,58 @@ where
     root.fill(&WHITE)?;
     match figure {
         Figure::Run(r) => draw_run(&root, r)?,
+        Figure::Latency {
+            title,
+            curves,
+            footer,
+        } => draw_latency(&root, title, curves, footer)?,
         Figure::Sweep(r) => draw_sweep(&root, r)?,
         Figure::Compare(r) => draw_compare(&root, r)?,
         Figure::Bars {
             title,
             y_label,
             bars,
-        } => draw_bars(&root, title, y_label, bars)?,
+            footer,
+        } => draw_bars(&root, title, y_label, bars, footer)?,
         Figure::Curves {
             title,
             x_label,
             y_label,
             log_x,
             series,
-        } => draw_curves(&root, title, x_label, y_label, *log_x, series)?,
+            footer,
+        } => draw_curves(&root, title, x_label, y_label, *log_x, series, footer)?,
     }
     root.present()?;
     Ok(())
+}
+
+/// A footer for [`plot_bars`] and [`plot_curves`]: kernel, CPUs, host, date and `samples`
+/// ("2000 wakeups").
+pub fn footer(kernel: &str, cpus: usize, samples: &str) -> String {
+    style::footer_text(kernel, cpus, samples)
+}
+
+/// The footer of a figure made without a report: this machine's kernel and CPU count.
+fn machine_footer() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|k| k.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    style::footer_text(&kernel, cpus, "sample count not given")
+}
+
+/// Where and when a figure was made, for its footer: "host h, 2026-12-01 21:40 UTC".
+pub(super) fn stamp() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // "2026-12-01T21:40:05Z" -> "2026-12-01 21:40 UTC"
+    let date = format!("{} {} UTC", &now[..10], &now[11..16]);
+    if host.is_empty() {
+        date
+    } else {
+        format!("host {host}, {date}")
+    }
 }

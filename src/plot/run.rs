@@ -7,11 +7,11 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::compare::{bar_panel, Group};
 use super::style::{
-    color, headroom, label_rows, legend, line_chart, line_width, linear_top, si_tick, titled,
-    trim_number, Axes, Line, Mark, Marker, LEGEND_W,
+    color, footed, footer_text, headroom, label_rows, legend, line_chart, line_width, linear_top,
+    plot_unit, si_tick, titled, trim_number, Axes, Line, Mark, Marker, LEGEND_W,
 };
-use crate::headless::compare::display_unit;
 use crate::report::RunReport;
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
@@ -70,6 +70,7 @@ pub(super) fn draw_run<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let root = &footed(root, &footer_text(&r.kernel, r.cpus, &run_samples(r)))?;
     let body = titled(root, &run_title(r), &run_subtitle(r))?;
     let (w, _) = body.dim_in_pixel();
     let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
@@ -95,8 +96,26 @@ where
     };
     draw_cpu_share_panel(&panels[0], &axis, &lines.cpu)?;
     draw_switches_panel(&panels[1], &axis, &lines.switches)?;
-    draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?;
-    draw_run_legend(&side, r, !markers.is_empty())
+    let fair = r.tasks.iter().any(|t| t.ideal_share.is_some());
+    if fair {
+        draw_fairness_panel(&panels[2], r)?;
+    } else {
+        draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?;
+    }
+    draw_run_legend(&side, r, !markers.is_empty(), fair)
+}
+
+/// "40 samples of 2 tasks": sample times, a millisecond apart or more.
+fn run_samples(r: &RunReport) -> String {
+    let mut times: Vec<i64> = r
+        .series
+        .points
+        .iter()
+        .map(|p| (p.t_s * 1000.0).round() as i64)
+        .collect();
+    times.sort_unstable();
+    times.dedup();
+    format!("{} samples of {} tasks", times.len(), r.series.tasks.len())
 }
 
 fn run_title(r: &RunReport) -> String {
@@ -114,6 +133,9 @@ fn run_subtitle(r: &RunReport) -> String {
     }
     if r.summary_from_s > 0.0 {
         sub.push(format!("summaries from {:.1} s", r.summary_from_s));
+    }
+    if let Some(e) = r.metrics.fairness_error {
+        sub.push(format!("fairness error {:.1} % of CPU time", e * 100.0));
     }
     if r.interrupted {
         sub.push("interrupted".into());
@@ -280,7 +302,7 @@ where
     let group = &r.metrics.headline.task;
     let unit = r.metrics.throughput_unit.as_str();
     let tp_max = throughput.values().map(|v| v.1).fold(0.0, f64::max);
-    let (div, shown_unit) = display_unit(&format!("{unit}/s"), tp_max);
+    let (div, shown_unit) = plot_unit(&format!("{unit}/s"), tp_max);
     let tp_line = Line {
         color: BLACK,
         width: 2,
@@ -305,11 +327,57 @@ where
     )
 }
 
+/// Grey of the ideal-share bars.
+const IDEAL: RGBColor = RGBColor(170, 170, 170);
+
+/// The headline of a fairness preset (nice-ladder): each task's measured share beside the
+/// share its weight gives it, tasks in nice order, measured/ideal above each pair.
+fn draw_fairness_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    r: &RunReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = r.series.tasks.len();
+    let colour_of = |name: &str| {
+        r.series
+            .tasks
+            .iter()
+            .position(|t| t == name)
+            .map_or(BLACK, |i| color(i, n))
+    };
+    let mut tasks: Vec<&crate::report::TaskReport> =
+        r.tasks.iter().filter(|t| t.ideal_share.is_some()).collect();
+    tasks.sort_by_key(|t| t.nice);
+    // Past a dozen pairs the ratios above them would run into each other.
+    let ratios = tasks.len() <= 12;
+    let groups: Vec<Group> = tasks
+        .iter()
+        .map(|t| {
+            let ideal = t.ideal_share.unwrap_or(0.0) * 100.0;
+            let measured = t.cpu_share * 100.0;
+            Group {
+                label: format!("nice {}", t.nice),
+                bars: vec![(measured, None, colour_of(&t.name)), (ideal, None, IDEAL)],
+                dots: Vec::new(),
+                top: (ratios && ideal > 0.0).then(|| format!("{:.2}x", measured / ideal)),
+            }
+        })
+        .collect();
+    let desc = match r.metrics.fairness_error {
+        Some(e) => format!("CPU share, % (fairness error {:.1} %)", e * 100.0),
+        None => "CPU share (% of one CPU)".to_string(),
+    };
+    bar_panel(area, &groups, &desc)
+}
+
 /// Tasks by colour (with their nice when not 0), the throughput line, the knob marker.
 fn draw_run_legend<DB: DrawingBackend>(
     side: &DrawingArea<DB, Shift>,
     r: &RunReport,
     has_markers: bool,
+    fair: bool,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -334,11 +402,15 @@ where
             (label, color(i, n), Mark::Line)
         })
         .collect();
-    entries.push((
-        format!("{} throughput", r.metrics.headline.task),
-        BLACK,
-        Mark::Line,
-    ));
+    if fair {
+        entries.push(("ideal share".into(), IDEAL, Mark::Line));
+    } else {
+        entries.push((
+            format!("{} throughput", r.metrics.headline.task),
+            BLACK,
+            Mark::Line,
+        ));
+    }
     if has_markers {
         entries.push(("knob change".into(), EVENT_OK, Mark::Dashed));
     }

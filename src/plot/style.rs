@@ -14,7 +14,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::si;
 
-pub(super) const SANS: &str = "sans-serif";
+/// The registered name of the embedded font; SVG files carry it as their font family, so
+/// a viewer with DejaVu Sans draws the same letters as the PNG.
+pub(super) const SANS: &str = "DejaVu Sans";
 
 /// Room right of the plots for the legend, so that it never covers data.
 pub(super) const LEGEND_W: u32 = 210;
@@ -77,6 +79,60 @@ where
         return Ok(area);
     }
     Ok(area.titled(subtitle, font(15).color(&SUBTLE))?)
+}
+
+/// Room under a figure for its footer.
+const FOOTER_H: u32 = 22;
+
+/// The footer line (kernel, host, date, samples) at the bottom left; returns the rest.
+pub(super) fn footed<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+) -> Result<DrawingArea<DB, Shift>>
+where
+    DB::ErrorType: 'static,
+{
+    let (_, h) = root.dim_in_pixel();
+    let (body, foot) = root.split_vertically(h.saturating_sub(FOOTER_H));
+    foot.draw(&Text::new(
+        text.to_string(),
+        (10, FOOTER_H as i32 / 2),
+        font(12)
+            .color(&SUBTLE)
+            .pos(Pos::new(HPos::Left, VPos::Center)),
+    ))?;
+    Ok(body)
+}
+
+/// The footer's text: "Linux 6.18.44, 2 CPUs; host h, 2026-12-01 21:40 UTC; 40 samples".
+pub(super) fn footer_text(kernel: &str, cpus: usize, samples: &str) -> String {
+    format!("Linux {kernel}, {cpus} CPUs; {}; {samples}", super::stamp())
+}
+
+/// [`display_unit`] for figures: micro is written µ.
+pub(super) fn plot_unit(unit: &str, max_abs: f64) -> (f64, String) {
+    let (div, u) = crate::headless::compare::display_unit(unit, max_abs);
+    (div, micro(&u))
+}
+
+/// "us" as a unit (alone or before "/", ",", ")" or a space) becomes "µs".
+pub(super) fn micro(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let starts_word = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        let ends_word = i + 2 >= b.len() || !b[i + 2].is_ascii_alphanumeric();
+        if s[i..].starts_with("us") && starts_word && ends_word {
+            out.push_str("µs");
+            i += 2;
+        } else {
+            let c = s[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
 }
 
 /// What a legend line looks like.

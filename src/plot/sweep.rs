@@ -7,10 +7,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::style::{
-    color, draw_note, house_mesh, legend, linear_top, panel_builder, titled, trim_number, Mark,
-    Ticks, LEGEND_W, X_AREA,
+    color, draw_note, footed, footer_text, house_mesh, legend, linear_top, panel_builder,
+    plot_unit, titled, trim_number, Mark, Ticks, LEGEND_W, X_AREA,
 };
-use crate::headless::compare::display_unit;
 use crate::headless::sweep::SweepReport;
 
 /// Key points and labels of a sweep's x axis: the values themselves when they are all
@@ -19,6 +18,28 @@ pub(super) struct SweepAxis {
     pub(super) range: Range<f64>,
     pub(super) xs: Vec<f64>,
     pub(super) labels: Vec<(f64, String)>,
+    /// The xs are log10 of the values: the values are spread over decades.
+    pub(super) log: bool,
+}
+
+/// Values spread over a decade or more that sit more evenly on a log axis than on a
+/// linear one (1k, 10k, 100k; not 1, 10, 10.2) are drawn on a log axis.
+fn wants_log(xs: &[f64]) -> bool {
+    let mut v: Vec<f64> = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    let (Some(&lo), Some(&hi)) = (v.first(), v.last()) else {
+        return false;
+    };
+    if v.len() < 3 || lo <= 0.0 || hi / lo < 10.0 {
+        return false;
+    }
+    // The smallest gap as a fraction of the span: the evener axis has the larger one.
+    let evenness = |f: &dyn Fn(f64) -> f64| {
+        let gaps = v.windows(2).map(|w| f(w[1]) - f(w[0]));
+        gaps.fold(f64::INFINITY, f64::min) / (f(hi) - f(lo))
+    };
+    evenness(&f64::log10) > evenness(&|x| x)
 }
 
 pub(super) fn sweep_axis(values: &[String]) -> SweepAxis {
@@ -27,7 +48,13 @@ pub(super) fn sweep_axis(values: &[String]) -> SweepAxis {
         .map(|v| v.parse::<f64>().ok().filter(|f| f.is_finite()))
         .collect();
     match numbers {
-        Some(xs) if !xs.is_empty() => {
+        Some(raw) if !raw.is_empty() => {
+            let log = wants_log(&raw);
+            let xs: Vec<f64> = if log {
+                raw.iter().map(|x| x.log10()).collect()
+            } else {
+                raw
+            };
             let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let pad = if hi > lo { (hi - lo) * 0.05 } else { 1.0 };
@@ -47,6 +74,7 @@ pub(super) fn sweep_axis(values: &[String]) -> SweepAxis {
                 range: lo - pad..hi + pad,
                 xs,
                 labels,
+                log,
             }
         }
         _ => {
@@ -55,6 +83,7 @@ pub(super) fn sweep_axis(values: &[String]) -> SweepAxis {
                 range: -0.5..values.len().max(1) as f64 - 0.5,
                 labels: xs.iter().copied().zip(values.iter().cloned()).collect(),
                 xs,
+                log: false,
             }
         }
     }
@@ -66,11 +95,11 @@ fn headline_axis(kind: &str, task: &str, unit: &str, max: f64) -> (f64, String) 
         "share" => (0.01, format!("{task} CPU share (% of one CPU)")),
         "fairness" => (0.01, "fairness error (% of CPU time)".into()),
         "latency" => {
-            let (div, u) = display_unit(unit, max);
+            let (div, u) = plot_unit(unit, max);
             (div, format!("{task} switch latency p50 ({u})"))
         }
         _ => {
-            let (div, u) = display_unit(unit, max);
+            let (div, u) = plot_unit(unit, max);
             (div, format!("{task} {kind} ({u})"))
         }
     }
@@ -83,6 +112,8 @@ pub(super) fn draw_sweep<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    let samples = format!("{} runs of {:.1} s", r.rows.len(), r.duration_s);
+    let root = &footed(root, &footer_text(&r.kernel, r.cpus, &samples))?;
     let body = titled(root, &sweep_title(r), &sweep_subtitle(r))?;
     let (w, _) = body.dim_in_pixel();
     let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
@@ -93,7 +124,8 @@ where
     let empty = r.rows.is_empty().then_some("no runs");
     draw_share_panel(&panels[0], r, &axis, &names, empty)?;
     draw_headline_panel(&panels[1], r, &axis, empty)?;
-    draw_sweep_legend(&side, &names)
+    let reference = rt_reference(r, &axis).is_some();
+    draw_sweep_legend(&side, &names, reference)
 }
 
 fn sweep_title(r: &SweepReport) -> String {
@@ -172,6 +204,7 @@ where
         &r.knob,
         "CPU share (% of one CPU)",
         empty,
+        None,
     )
 }
 
@@ -200,33 +233,80 @@ where
         .zip(&axis.xs)
         .map(|(row, &x)| (x, row.headline.value / div))
         .collect();
+    let reference = rt_reference(r, axis);
+    let ref_max = reference.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     sweep_panel(
         area,
         axis,
-        0.0..linear_top(h_max / div) * 1.04,
+        0.0..linear_top((h_max / div).max(ref_max)) * 1.04,
         &[(BLACK, pts)],
         &r.knob,
         &desc,
         empty,
+        reference.as_deref(),
     )
 }
+
+/// The RT period the kernel defaults to (sched_rt_period_us); a runtime sweep keeps it.
+const RT_PERIOD_US: f64 = 1_000_000.0;
+
+/// What RT throttling leaves a fair task beside an RT spinner on its CPU: 1 - runtime /
+/// period of it, in % of one CPU, at each swept sys.rt_runtime_us (rt-throttle's headline).
+fn rt_reference(r: &SweepReport, axis: &SweepAxis) -> Option<Vec<(f64, f64)>> {
+    let share = r
+        .rows
+        .first()
+        .is_some_and(|row| row.headline.kind == "share");
+    let numeric = r.rows.iter().all(|row| row.value.parse::<f64>().is_ok());
+    if r.knob != "sys.rt_runtime_us" || !share || !numeric {
+        return None;
+    }
+    let lo = axis.xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = axis.xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return None;
+    }
+    // A curve through the whole axis, not segments between the swept values: on a log
+    // axis 1 - x is far from straight.
+    const STEPS: usize = 60;
+    let pts = (0..=STEPS)
+        .map(|k| {
+            let x = lo + (hi - lo) * k as f64 / STEPS as f64;
+            let runtime = if axis.log { 10f64.powf(x) } else { x };
+            (x, (1.0 - runtime / RT_PERIOD_US).clamp(0.0, 1.0) * 100.0)
+        })
+        .collect();
+    Some(pts)
+}
+
+/// The legend's name of [`rt_reference`] (the period is the default 1 s).
+const RT_REFERENCE: &str = "1 - runtime/period";
 
 fn draw_sweep_legend<DB: DrawingBackend>(
     side: &DrawingArea<DB, Shift>,
     names: &[String],
+    reference: bool,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let n = names.len();
-    let entries: Vec<(String, RGBColor, Mark)> = names
+    let mut entries: Vec<(String, RGBColor, Mark)> = names
         .iter()
         .enumerate()
         .map(|(i, name)| (name.clone(), color(i, n), Mark::Line))
         .collect();
+    if reference {
+        entries.push((
+            RT_REFERENCE.to_string(),
+            RGBColor(120, 120, 120),
+            Mark::Dashed,
+        ));
+    }
     legend(side, 16, &entries)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sweep_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     axis: &SweepAxis,
@@ -235,6 +315,7 @@ fn sweep_panel<DB: DrawingBackend>(
     x_desc: &str,
     y_desc: &str,
     note: Option<&str>,
+    reference: Option<&[(f64, f64)]>,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -248,6 +329,11 @@ where
             .find(|(x, _)| (x - v).abs() < 1e-9 * x.abs().max(1.0))
             .map_or_else(String::new, |(_, l)| l.clone())
     };
+    let x_desc = if axis.log {
+        format!("{x_desc} (log)")
+    } else {
+        x_desc.to_string()
+    };
     house_mesh(&mut chart.configure_mesh())
         .x_desc(x_desc)
         .y_desc(y_desc)
@@ -255,6 +341,14 @@ where
         .x_label_formatter(&label_of)
         .y_label_formatter(&|v| trim_number(*v))
         .draw()?;
+    if let Some(pts) = reference {
+        chart.draw_series(DashedLineSeries::new(
+            pts.iter().copied(),
+            8,
+            5,
+            RGBColor(120, 120, 120).stroke_width(2),
+        ))?;
+    }
     for (c, pts) in series {
         chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;

@@ -135,7 +135,7 @@ fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
-fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
+pub(super) fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
     TaskReport {
         name: name.into(),
         group: group.into(),
@@ -163,7 +163,7 @@ fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
 }
 
 /// A run of `n` tasks over 4 s with two knob changes at 2 s (one refused).
-fn run_report(n: usize, unit: &str) -> RunReport {
+pub(super) fn run_report(n: usize, unit: &str) -> RunReport {
     let names: Vec<String> = if n == 2 {
         vec!["writer".into(), "reader".into()]
     } else {
@@ -274,7 +274,7 @@ fn run_report(n: usize, unit: &str) -> RunReport {
     }
 }
 
-fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
+pub(super) fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
     SweepReport {
         preset: "rt-throttle".into(),
         kernel: "6.18.44".into(),
@@ -309,7 +309,7 @@ fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
     }
 }
 
-fn compare_report(tasks: usize) -> CompareReport {
+pub(super) fn compare_report(tasks: usize) -> CompareReport {
     let metric = |name: String, unit: &str, a: Vec<f64>, b: Vec<f64>| {
         let r = ratios(&a, &b);
         MetricStats {

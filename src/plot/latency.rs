@@ -1,0 +1,129 @@
+//! The latency figure: step histograms on log-log axes with p50/p99/max marked per series.
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{
+    color, footed, headroom, legend, line_chart, si_tick, titled, Axes, Line, Mark, Marker,
+    LEGEND_W,
+};
+
+/// One histogram: its name, bins as (low µs, high µs, % of samples), and marks such as
+/// ("p99", 120.0) in µs.
+pub struct LatencyCurve {
+    pub name: String,
+    pub bins: Vec<(f64, f64, f64)>,
+    pub marks: Vec<(String, f64)>,
+}
+
+/// "62 µs", "1.2 ms": a marker's value.
+fn us_text(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else if us >= 10.0 {
+        format!("{us:.0} µs")
+    } else {
+        format!("{us:.1} µs")
+    }
+}
+
+pub(super) fn draw_latency<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    curves: &[LatencyCurve],
+    footer: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let root = &footed(root, footer)?;
+    let body = titled(
+        root,
+        title,
+        "bins of a quarter octave; dashed: p50, p99 and max",
+    )?;
+    let (w, _) = body.dim_in_pixel();
+    let (plot, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
+    let plot = plot.margin(10, 10, 10, 10);
+    let n = curves.len();
+    let bins = || curves.iter().flat_map(|c| c.bins.iter());
+    let nonzero = bins().map(|b| b.2).filter(|p| *p > 0.0);
+    // A log axis has no 0: empty bins sit on the floor, half the smallest share drawn.
+    let floor = (nonzero.clone().fold(f64::INFINITY, f64::min) / 2.0).clamp(1e-4, 1.0);
+    let y_max = nonzero.fold(floor * 10.0, f64::max);
+    let x_lo = bins()
+        .map(|b| b.0)
+        .filter(|x| *x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let x_hi = bins()
+        .map(|b| b.1)
+        .chain(curves.iter().flat_map(|c| c.marks.iter().map(|m| m.1)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let empty = !(x_lo.is_finite() && x_hi.is_finite() && x_hi > 0.0);
+    let x = if empty {
+        1.0..1000.0
+    } else {
+        x_lo / 1.5..(x_hi * 1.5).max(x_lo * 10.0)
+    };
+    let lines: Vec<Line> = curves
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Line {
+            color: color(i, n),
+            width: 2,
+            points: c
+                .bins
+                .iter()
+                .filter(|b| b.0 > 0.0)
+                .flat_map(|&(lo, hi, p)| [(lo, p.max(floor)), (hi, p.max(floor))])
+                .collect(),
+        })
+        .collect();
+    let markers: Vec<Marker> = curves
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.marks.iter().map(move |(label, us)| Marker {
+                t: *us,
+                label: format!("{label} {}", us_text(*us)),
+                color: color(i, n),
+            })
+        })
+        .filter(|m| m.t > 0.0)
+        .collect();
+    // One label row per marker: a few markers, and none can cover another.
+    let marks: Vec<(&Marker, usize)> = markers.iter().enumerate().map(|(k, m)| (m, k)).collect();
+    let y_top = headroom(&plot, floor, y_max, markers.len(), true);
+    let y = floor..y_top;
+    let fmt = |v: &f64| {
+        if *v >= 1.0 {
+            si_tick(*v)
+        } else {
+            format!("{v}")
+        }
+    };
+    let axes = Axes {
+        x_desc: "latency (µs, log)",
+        y_desc: "% of wakeups (log)",
+        x_fmt: &|v| si_tick(*v),
+        y_fmt: &fmt,
+        y_labels: 6,
+    };
+    line_chart(
+        &plot,
+        x.log_scale(),
+        y.clone().log_scale(),
+        &y,
+        &lines,
+        &marks,
+        &axes,
+        empty.then_some("no wakeups"),
+    )?;
+    let entries: Vec<(String, RGBColor, Mark)> = curves
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), color(i, n), Mark::Line))
+        .collect();
+    legend(&side, 16, &entries)
+}
