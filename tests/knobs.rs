@@ -673,7 +673,11 @@ fn sigterm_and_panic_both_restore() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("term");
-    assert_eq!(child.wait().expect("wait").code(), Some(143), "128 + SIGTERM");
+    assert_eq!(
+        child.wait().expect("wait").code(),
+        Some(143),
+        "128 + SIGTERM"
+    );
     assert_eq!(read(RT_RUNTIME), "950000", "SIGTERM restores");
     assert!(!j.exists());
 
