@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "schedlab",
-    version,
+    version = env!("SCHEDLAB_VERSION"),
     about = "A workbench that makes the Linux CPU scheduler visible",
     long_about = "A workbench that makes the Linux CPU scheduler visible: run a classic scheduler \
 experiment as real tasks, turn knobs, and watch CPU share, switches, wait and throughput.\n\n\
@@ -66,11 +66,21 @@ pub enum Cmd {
     /// Open the workbench on a recording (`run --record`, or `r` in the workbench):
     /// play, pause, step and seek; knobs read-only.
     Replay {
+        /// A recording written by `schedlab run --record FILE` or the workbench's `r`.
+        #[arg(value_name = "FILE")]
         file: PathBuf,
         /// Playback speed (1 = as recorded).
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },
+    /// Print a shell completion script to stdout, e.g.
+    /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout, e.g. `schedlab man | man -l -`.
+    Man,
     /// (internal) A worker process: runs worker threads for a run.
     #[command(name = "__worker", hide = true)]
     Worker {
@@ -267,8 +277,9 @@ pub struct RunArgs {
     /// Write the report as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
-    /// Write the sampled time series as CSV (one row per task per sample).
-    #[arg(long, value_name = "FILE")]
+    /// Write the sampled time series as CSV (one row per task per sample) to FILE, or
+    /// to stdout with `-` (the table is then not printed).
+    #[arg(long, value_name = "FILE|-")]
     pub csv: Option<PathBuf>,
     /// Change a knob in the middle of the run: TIME:TASK.KNOB=VALUE (repeatable), e.g.
     /// 5s:writer.policy=batch or 2s:sys.rt_runtime_us=600000.

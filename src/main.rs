@@ -9,6 +9,7 @@ use schedlab::cli::{Cli, Cmd};
 use schedlab::commands::{self, exit};
 
 fn main() -> ExitCode {
+    schedlab::report::meta::mark_start();
     let cli = Cli::parse();
     if commands::is_controller(&cli) {
         commands::install_panic_hook();
@@ -16,8 +17,16 @@ fn main() -> ExitCode {
             commands::clean_up_after_the_dead();
         }
     }
-    match commands::dispatch(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = commands::dispatch(cli);
+    // Ended by Ctrl-C (or SIGTERM/SIGHUP): the report was printed and the knobs put
+    // back, but the shell and scripts should see that it did not run to the end.
+    let by_signal = schedlab::system::ending_signal().map(exit::by_signal);
+    match result {
+        Ok(()) => by_signal.map_or(ExitCode::SUCCESS, ExitCode::from),
+        Err(e) if by_signal.is_some() && commands::exit_code(&e) == exit::FAILURE => {
+            eprintln!("schedlab: {e:#}");
+            ExitCode::from(by_signal.unwrap_or(exit::FAILURE))
+        }
         Err(e) => {
             let code = commands::exit_code(&e);
             // Bad input is one line already; other errors show their causes.

@@ -44,17 +44,39 @@ pub fn clock_ticks_per_s() -> u64 {
     }
 }
 
+/// The signals that end a command cleanly, each with the flag that says it arrived (so
+/// the exit code can say which one: 128 + its number).
+static ENDED_BY: std::sync::OnceLock<[(i32, std::sync::Arc<std::sync::atomic::AtomicBool>); 3]> =
+    std::sync::OnceLock::new();
+
+fn ended_by() -> &'static [(i32, std::sync::Arc<std::sync::atomic::AtomicBool>); 3] {
+    ENDED_BY.get_or_init(|| {
+        [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ]
+        .map(|sig| (sig, std::sync::Arc::default()))
+    })
+}
+
 /// A flag that SIGINT, SIGTERM and SIGHUP set: every command ends cleanly on them.
 pub fn stop_on_signals() -> std::io::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))?;
+    for (sig, seen) in ended_by() {
+        signal_hook::flag::register(*sig, std::sync::Arc::clone(&stop))?;
+        signal_hook::flag::register(*sig, std::sync::Arc::clone(seen))?;
     }
     Ok(stop)
+}
+
+/// The first of SIGINT, SIGTERM, SIGHUP that arrived since `stop_on_signals`, if any.
+pub fn ending_signal() -> Option<i32> {
+    let arrived = ENDED_BY.get()?;
+    arrived
+        .iter()
+        .find(|(_, seen)| seen.load(std::sync::atomic::Ordering::Relaxed))
+        .map(|(sig, _)| *sig)
 }
 
 /// CPU time all threads of this process have used, in ns (from each thread's schedstat,

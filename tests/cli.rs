@@ -128,7 +128,7 @@ fn json_report_has_the_documented_shape_and_kernel_read_back() {
     );
     assert!(rd > 0.0, "the reader runs: it drains every byte");
     let m = &r["metrics"];
-    assert_eq!(m["throughput_unit"], "bytes");
+    assert_eq!(m["throughput_unit"], "bytes/s");
     assert!(m["throughput_per_s"].as_f64().expect("throughput") > 0.0);
 }
 
@@ -249,7 +249,7 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
     assert_eq!(task(&r, "producer")["cpus"], "0");
     assert_eq!(task(&r, "consumer")["cpus"], "1");
-    assert_eq!(r["metrics"]["throughput_unit"], "loops");
+    assert_eq!(r["metrics"]["throughput_unit"], "loops/s");
 
     let r = run_json(&[
         "parallel-build",
@@ -415,7 +415,7 @@ fn sigterm_ends_the_run_cleanly_with_a_report_and_no_workers_left() {
     )
     .expect("kill");
     let status = child.wait().expect("wait");
-    assert!(status.success(), "exits normally after SIGTERM");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM, after a clean end");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     assert_eq!(report["interrupted"], true);

@@ -261,7 +261,7 @@ fn sigint_ends_a_compare_early_with_the_complete_rounds() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(status.success(), "exits normally after SIGINT");
+    assert_eq!(status.code(), Some(130), "128 + SIGINT, after a clean end");
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("JSON");
     assert_eq!(r["interrupted"], true);

@@ -172,7 +172,12 @@ impl PipeWakeup {
             .fold(0.0, f64::max);
         let ratio = if other > 0.0 { best / other } else { 0.0 };
         f.value = ratio;
-        f.shown = format!("{ratio:.2}x ({:.1} vs {:.1} MB/s)", best / 1e6, other / 1e6);
+        let (div, unit) = crate::report::bytes_unit(best.max(other));
+        f.shown = format!(
+            "{ratio:.2}x ({:.1} vs {:.1} {unit})",
+            best / div,
+            other / div
+        );
         f.details = self.details(other, best);
         if other <= 0.0 {
             return f.skipped(

@@ -1,49 +1,34 @@
 //! What the check writes for people: the text report on stdout and the progress line on stderr.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write as _};
 
 use super::model::{CheckReport, Finding, OTHER_LOAD_NOTE};
 use super::verdict::Verdict;
 
-/// The progress line on stderr: rewritten in place on a terminal, plain lines otherwise.
+/// The progress bar on stderr (a terminal only; see `report::progress`).
 pub(super) struct Progress {
-    enabled: bool,
-    tty: bool,
-    step: usize,
-    total: usize,
+    bar: indicatif::ProgressBar,
 }
 
 impl Progress {
     pub(super) fn new(enabled: bool, total: usize) -> Progress {
         Progress {
-            enabled,
-            tty: std::io::stderr().is_terminal(),
-            step: 0,
-            total,
+            bar: crate::report::progress::steps("check", total as u64, enabled),
         }
     }
 
+    /// Step `what` begins: the steps before it are done.
     pub(super) fn next(&mut self, what: &str) {
-        self.step += 1;
-        if !self.enabled {
+        if self.bar.message().is_empty() && self.bar.position() == 0 {
+            self.bar.set_message(what.to_string());
             return;
         }
-        let line = format!("check: [{}/{}] {what} ...", self.step, self.total);
-        let mut err = std::io::stderr().lock();
-        // A progress line that cannot be written is not worth failing the check for.
-        let _ = if self.tty {
-            write!(err, "\r\x1b[2K{line}")
-        } else {
-            writeln!(err, "{line}")
-        };
-        let _ = err.flush();
+        self.bar.inc(1);
+        self.bar.set_message(what.to_string());
     }
 
     pub(super) fn done(&self) {
-        if self.enabled && self.tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
+        self.bar.finish_and_clear();
     }
 }
 

@@ -18,7 +18,7 @@ pub fn knobs(json: bool, mount_debugfs: bool) -> Result<()> {
     let per_task = per_task_knobs(&system.probe);
     if json {
         let value = serde_json::json!({ "system": knobs, "task": per_task });
-        return emit(&format!("{}\n", serde_json::to_string_pretty(&value)?));
+        return emit(&format!("{}\n", super::output::json_text(&value)?));
     }
     let mut out = String::from("System knobs (--set sys.NAME=VALUE):\n");
     for k in &knobs {

@@ -9,6 +9,7 @@ mod prepare;
 mod presets;
 mod restore;
 mod run;
+mod shell;
 mod sweep;
 mod target;
 mod tui;
@@ -26,11 +27,18 @@ pub(crate) fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// Whether this command is schedlab itself, not a worker it started: only schedlab owns
-/// the journal, restores after a panic and cleans up after the dead.
+/// the journal, restores after a panic and cleans up after the dead. Completions and the
+/// man page touch nothing, so they do not clean up either (their stdout is a file).
 pub fn is_controller(cli: &Cli) -> bool {
     !matches!(
         cli.command,
-        Some(Cmd::Worker { .. } | Cmd::Exec { .. } | Cmd::Job { .. })
+        Some(
+            Cmd::Worker { .. }
+                | Cmd::Exec { .. }
+                | Cmd::Job { .. }
+                | Cmd::Completions { .. }
+                | Cmd::Man
+        )
     )
 }
 
@@ -63,6 +71,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Some(Cmd::Check(args)) => check::check(args),
         Some(Cmd::Restore { discard }) => restore::restore(discard),
         Some(Cmd::Replay { file, speed }) => tui::replay(&file, speed),
+        Some(Cmd::Completions { shell }) => shell::completions(shell),
+        Some(Cmd::Man) => shell::man(),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
             .and_then(|t: Vec<workers::ThreadSpec>| workers::worker_main(&shm, &t)),
@@ -103,6 +113,13 @@ pub mod exit {
     pub const PARTIAL: u8 = 3;
     /// Another schedlab holds the knob lock: try again when it is done.
     pub const LOCKED: u8 = 4;
+    /// Ended by SIGINT (Ctrl-C): 128 + the signal's number, as shells report it.
+    pub const SIGINT: u8 = 128 + libc::SIGINT as u8;
+
+    /// The code for a command ended early by `signal` (128 + its number).
+    pub fn by_signal(signal: i32) -> u8 {
+        u8::try_from(128 + signal).unwrap_or(FAILURE)
+    }
 }
 
 /// The exit code for an error, by the first cause that says what kind it is.

@@ -11,14 +11,25 @@ pub fn print_report<T: serde::Serialize>(
     table: String,
 ) -> Result<()> {
     match json {
-        Some("-") => emit(&format!("{}\n", serde_json::to_string_pretty(report)?)),
+        Some("-") => emit(&format!("{}\n", json_text(report)?)),
         Some(path) => {
-            std::fs::write(path, serde_json::to_string_pretty(report)?)
-                .with_context(|| format!("writing {path}"))?;
+            write_json(path, report)?;
             emit(&table)
         }
         None => emit(&table),
     }
+}
+
+/// The report as a JSON document: its fields and the header (`report::meta`).
+pub fn json_text<T: serde::Serialize>(report: &T) -> Result<String> {
+    Ok(serde_json::to_string_pretty(&crate::report::meta::stamp(
+        report,
+    )?)?)
+}
+
+/// The report's JSON document into the file at `path`.
+pub fn write_json<T: serde::Serialize>(path: &str, report: &T) -> Result<()> {
+    std::fs::write(path, json_text(report)?).with_context(|| format!("writing {path}"))
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not an error.

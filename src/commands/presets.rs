@@ -106,12 +106,23 @@ fn describe_knobs(out: &mut String, p: &Preset) -> Result<()> {
     Ok(())
 }
 
+/// The headline as words: "the CPU share", not the enum's `Share`.
+fn headline_words(h: &preset::Headline) -> &'static str {
+    match h {
+        preset::Headline::Throughput => "the throughput (progress per second)",
+        preset::Headline::Latency => "the latency percentiles",
+        preset::Headline::Share => "the CPU share",
+        preset::Headline::Fairness => "the fairness error (shares against the nice weights)",
+    }
+}
+
 /// What a headless run reports as the result, and how much of its start it ignores.
 fn describe_headline(out: &mut String, p: &Preset) -> Result<()> {
     writeln!(
         out,
-        "\nHeadline metric: {:?} of {}",
-        p.headline, p.metric_task
+        "\nHeadline metric: {} of task group \"{}\"",
+        headline_words(&p.headline),
+        p.metric_task
     )?;
     if !p.warmup.is_zero() {
         writeln!(

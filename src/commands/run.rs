@@ -21,6 +21,12 @@ pub fn run_command(args: RunArgs) -> Result<()> {
             )));
         }
     }
+    let csv_to_stdout = args.csv.as_deref() == Some(std::path::Path::new("-"));
+    if csv_to_stdout && args.json.as_deref() == Some("-") {
+        return Err(usage(
+            "--csv - and --json - both want stdout; give one of them a file name",
+        ));
+    }
     let mut at = Vec::new();
     for a in &args.at {
         at.push(parse_at(a).map_err(usage)?);
@@ -42,13 +48,20 @@ pub fn run_command(args: RunArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    if args.json.as_deref() == Some("-") {
+    if args.json.as_deref() == Some("-") || csv_to_stdout {
         // The table (with its warnings) is not printed: say on stderr what was refused.
         for w in &report.warnings {
             eprintln!("schedlab: warning: {w}");
         }
     }
-    print_report(args.json.as_deref(), &report, render_table(&report))?;
+    if csv_to_stdout {
+        // Stdout is the CSV: only a JSON file is still written.
+        if let Some(path) = args.json.as_deref() {
+            super::output::write_json(path, &report)?;
+        }
+    } else {
+        print_report(args.json.as_deref(), &report, render_table(&report))?;
+    }
     if let Some(path) = &args.plot {
         crate::plot::plot_run(&report, path)?;
     }

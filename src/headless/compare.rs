@@ -339,10 +339,14 @@ fn run_rounds(
     sys: &mut SystemKnobs,
 ) -> Result<Runs> {
     let mut runs = Runs::default();
-    for _ in 0..rounds {
+    let progress = crate::report::progress::steps("compare", 2 * rounds as u64, true);
+    for n in 0..rounds {
         let mut round: Round = [None, None];
-        for (slot, (p, o)) in round.iter_mut().zip(sides) {
-            match run_unless_stopped(p, o, stop, sys)? {
+        for (slot, ((p, o), side)) in round.iter_mut().zip(sides.iter().zip(["A", "B"])) {
+            progress.set_message(format!("round {} {side}", n + 1));
+            let result = run_unless_stopped(p, o, stop, sys);
+            progress.inc(1);
+            match result? {
                 Some(r) => *slot = Some(runs.record(&r)),
                 None => runs.interrupted = true,
             }
@@ -439,10 +443,13 @@ fn dedup(warnings: &mut Vec<String>) {
 }
 
 /// How values in `unit` are shown, given the largest of them: (divide by, unit shown).
-/// Bytes per second become MB/s like everywhere else in schedlab.
+/// Bytes per second are scaled in one family (kB/s, MB/s, GB/s) like everywhere else.
 pub fn display_unit(unit: &str, max_abs: f64) -> (f64, String) {
     match unit {
-        "bytes/s" => (1e6, "MB/s".into()),
+        "bytes/s" => {
+            let (div, shown) = crate::report::bytes_unit(max_abs);
+            (div, shown.into())
+        }
         "ns" if max_abs >= 1e6 => (1e6, "ms".into()),
         "ns" if max_abs >= 1e3 => (1e3, "us".into()),
         "%" | "ns" => (1.0, unit.into()),

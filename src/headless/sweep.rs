@@ -16,10 +16,15 @@ use crate::report::Headline;
 /// One value of the sweep.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct SweepRow {
+    /// The knob's value; a number in the JSON when it is one (`batch` stays a string).
+    #[serde(serialize_with = "number_if_numeric")]
     pub value: String,
-    /// CPU share of each task (fraction of one CPU), in task order.
+    /// CPU share of each task (fraction of one CPU), in task order; in the JSON a list
+    /// of `{"task", "cpu_share"}` objects.
+    #[serde(serialize_with = "named_shares")]
     pub cpu_share: Vec<(String, f64)>,
     pub throughput_per_s: f64,
+    #[serde(serialize_with = "crate::report::per_s")]
     pub throughput_unit: String,
     pub headline: Headline,
     pub warnings: Vec<String>,
@@ -28,6 +33,30 @@ pub struct SweepRow {
     /// CPU others took on the experiment's CPUs, and whether that flags the row.
     pub foreign_cpu: Option<f64>,
     pub foreign_load: bool,
+}
+
+fn number_if_numeric<S: serde::Serializer>(value: &str, s: S) -> Result<S::Ok, S::Error> {
+    match value.parse::<f64>() {
+        Ok(n) if n.is_finite() => s.serialize_f64(n),
+        _ => s.serialize_str(value),
+    }
+}
+
+fn named_shares<S: serde::Serializer>(shares: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq as _;
+    #[derive(Serialize)]
+    struct Share<'a> {
+        task: &'a str,
+        cpu_share: f64,
+    }
+    let mut seq = s.serialize_seq(Some(shares.len()))?;
+    for (task, cpu_share) in shares {
+        seq.serialize_element(&Share {
+            task,
+            cpu_share: *cpu_share,
+        })?;
+    }
+    seq.end()
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -55,7 +84,9 @@ pub fn sweep(
     let mut rows = Vec::new();
     let mut interrupted = false;
     let (mut duration_s, mut summary_from_s) = (0.0, 0.0);
+    let progress = crate::report::progress::steps("sweep", values.len() as u64, true);
     for value in values {
+        progress.set_message(format!("{knob}={value}"));
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
@@ -68,6 +99,7 @@ pub fn sweep(
             Route::Task | Route::Cgroup { .. } => p.apply_all(std::slice::from_ref(&setting))?,
         }
         let r = run(&p, &o, sys)?;
+        progress.inc(1);
         duration_s = r.duration_s;
         summary_from_s = r.summary_from_s;
         interrupted |= r.interrupted;

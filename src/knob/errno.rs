@@ -20,6 +20,10 @@ pub enum WriteKind {
 /// Why the kernel said `errno` to this kind of write, in one sentence.
 pub fn explain(errno: Errno, kind: WriteKind) -> String {
     let root = nix::unistd::geteuid().is_root();
+    if (errno, kind) == (Errno::EOPNOTSUPP, WriteKind::Uclamp) {
+        // libc calls EOPNOTSUPP "Operation not supported on transport endpoint": no help.
+        return "uclamp is not supported by this kernel (CONFIG_UCLAMP_TASK off)".into();
+    }
     let text = match (errno, kind) {
         (Errno::ESRCH, _) => "the task has exited",
         (Errno::EPERM, WriteKind::Policy { deadline: true, .. }) if root => {
@@ -51,7 +55,6 @@ pub fn explain(errno: Errno, kind: WriteKind) -> String {
             "no allowed CPU is online, or the set leaves the task's cpuset"
         }
         (Errno::EINVAL, _) => "value out of range, or written in the wrong order (see the knob's allowed values)",
-        (Errno::EOPNOTSUPP, WriteKind::Uclamp) => "CONFIG_UCLAMP_TASK is off in this kernel",
         (Errno::EOPNOTSUPP, _) => "this kernel was built without support for it",
         (Errno::ENOENT, _) => "this kernel has no such file",
         _ => "unexpected error from the kernel",

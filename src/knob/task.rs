@@ -215,6 +215,15 @@ impl SchedSettings {
     }
 }
 
+/// "setting uclamp_min=10, uclamp_max=512": the values asked for, as the user wrote them.
+fn uclamp_words(min: Option<u32>, max: Option<u32>) -> String {
+    let parts: Vec<String> = [("uclamp_min", min), ("uclamp_max", max)]
+        .into_iter()
+        .filter_map(|(name, v)| Some(format!("{name}={}", v?)))
+        .collect();
+    format!("setting {}", parts.join(", "))
+}
+
 /// A knob write the kernel refused, with its explanation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{task}: {what} failed: {why}")]
@@ -487,7 +496,7 @@ pub fn apply(task: &str, tid: i32, s: &SchedSettings) -> Vec<TaskKnobError> {
     if s.uclamp_min.is_some() || s.uclamp_max.is_some() {
         if let Err(e) = set_uclamp(tid, s.uclamp_min, s.uclamp_max) {
             errors.push(fail(
-                format!("setting uclamp {:?}..{:?}", s.uclamp_min, s.uclamp_max),
+                uclamp_words(s.uclamp_min, s.uclamp_max),
                 e,
                 WriteKind::Uclamp,
             ));

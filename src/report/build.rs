@@ -43,7 +43,13 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         .then(|| fill_ideal_shares(preset, &mut tasks, &f.session.online));
     let (throughput, unit) = throughput(preset, &tasks, workload);
     let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
-    let latency_ns = store.latency_total.as_ref().and_then(|h| h.percentiles());
+    let latency = store.latency_total.as_ref().and_then(|h| {
+        Some(super::LatencyReport {
+            percentiles: h.percentiles()?,
+            histogram: h.report_buckets(),
+        })
+    });
+    let latency_ns = latency.as_ref().map(|l| l.percentiles);
     let headline = headline(
         preset,
         &tasks,
@@ -74,7 +80,7 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         metrics: Metrics {
             throughput_per_s: throughput,
             throughput_unit: unit,
-            latency_ns,
+            latency_ns: latency,
             latency_dropped,
             fairness_error: fairness,
             stages: stages(workload, store.start_ns.unwrap_or(0)),

@@ -72,14 +72,19 @@ impl<'a> CsvRow<'a> {
 
 /// A CSV file being written as a run goes.
 pub struct CsvWriter {
-    w: ::csv::Writer<File>,
+    w: ::csv::Writer<Box<dyn std::io::Write>>,
 }
 
 impl CsvWriter {
+    /// A CSV file at `path`, or stdout for `-`.
     pub fn create(path: &Path) -> Result<CsvWriter> {
+        let out: Box<dyn std::io::Write> = if path == Path::new("-") {
+            Box::new(std::io::stdout())
+        } else {
+            Box::new(File::create(path).with_context(|| format!("creating {}", path.display()))?)
+        };
         Ok(CsvWriter {
-            w: ::csv::Writer::from_path(path)
-                .with_context(|| format!("creating {}", path.display()))?,
+            w: ::csv::Writer::from_writer(out),
         })
     }
 

@@ -7,10 +7,38 @@ use serde::Serialize;
 
 pub mod build;
 pub mod csv;
+pub mod meta;
+pub mod progress;
 pub mod trace;
 
 pub use crate::lab::experiment::Observer;
 use crate::workload::histogram::Percentiles;
+
+/// A count's unit as the unit of its rate: "bytes" -> "bytes/s" (empty stays empty).
+pub fn per_s<S: serde::Serializer>(unit: &str, s: S) -> Result<S::Ok, S::Error> {
+    if unit.is_empty() {
+        s.serialize_str("")
+    } else {
+        s.serialize_str(&format!("{unit}/s"))
+    }
+}
+
+/// The yield-latency worker's latency (ns): its percentiles and its histogram.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LatencyReport {
+    #[serde(flatten)]
+    pub percentiles: Percentiles,
+    /// Non-empty buckets, one per power of two of ns.
+    pub histogram: Vec<crate::workload::histogram::ReportBucket>,
+}
+
+impl std::ops::Deref for LatencyReport {
+    type Target = Percentiles;
+
+    fn deref(&self) -> &Percentiles {
+        &self.percentiles
+    }
+}
 
 /// One task's line of a run report. Policy, nice, priority and CPUs are what the kernel
 /// reported at the end of the run, not what was asked for.
@@ -76,9 +104,11 @@ pub struct CpuReport {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Metrics {
     pub throughput_per_s: f64,
+    /// What is counted ("bytes"); the JSON names the rate ("bytes/s").
+    #[serde(serialize_with = "per_s")]
     pub throughput_unit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_ns: Option<Percentiles>,
+    pub latency_ns: Option<LatencyReport>,
     /// Timed batches left out of `latency_ns` because the partner did not run between
     /// the yields on the same CPU (present when the run measures latency).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,12 +227,32 @@ pub fn si(v: f64) -> String {
     }
 }
 
-/// A rate with its unit, bytes shown in MB/s.
+/// A rate with its unit; bytes in one family scaled to the value (kB/s, MB/s, GB/s).
 pub fn rate(v: f64, unit: &str) -> String {
     match unit {
-        "bytes" => format!("{:.1} MB/s", v / 1e6),
+        "bytes" => {
+            let (div, shown) = bytes_unit(v.abs());
+            if div >= 1e9 {
+                format!("{:.2} {shown}", v / div)
+            } else {
+                format!("{:.1} {shown}", v / div)
+            }
+        }
         "" => "-".to_string(),
         u => format!("{} {u}/s", si(v)),
+    }
+}
+
+/// The decimal byte rate unit for values up to `max_abs` bytes/s: (divide by, unit).
+pub fn bytes_unit(max_abs: f64) -> (f64, &'static str) {
+    if max_abs >= 1e9 {
+        (1e9, "GB/s")
+    } else if max_abs >= 1e6 {
+        (1e6, "MB/s")
+    } else if max_abs >= 1e3 {
+        (1e3, "kB/s")
+    } else {
+        (1.0, "B/s")
     }
 }
 
@@ -358,8 +408,12 @@ fn write_stages(out: &mut String, m: &Metrics) {
     for s in &m.stages {
         let _ = writeln!(
             out,
-            "stage {:<8} {:>4} jobs, started at {:.2} s, wall {:.2} s",
-            s.name, s.jobs, s.start_s, s.wall_s
+            "stage {:<8} {:>4} {}, started at {:.2} s, wall {:.2} s",
+            s.name,
+            s.jobs,
+            if s.jobs == 1 { "job " } else { "jobs" },
+            s.start_s,
+            s.wall_s
         );
     }
 }
@@ -419,6 +473,8 @@ mod tests {
         assert_eq!(si(2_500_000.0), "2.5M");
         assert_eq!(si(0.25), "0.2");
         assert_eq!(rate(26_100_000.0, "bytes"), "26.1 MB/s");
+        assert_eq!(rate(1_655_200_000.0, "bytes"), "1.66 GB/s");
+        assert_eq!(rate(2_500.0, "bytes"), "2.5 kB/s");
         assert_eq!(rate(470.0, "loops"), "470 loops/s");
         assert_eq!(ns(1500), "1.5 us");
         assert_eq!(ns(56_000_000), "56.0 ms");

@@ -26,6 +26,8 @@
 
 use hdrhistogram::Histogram;
 
+use crate::workload::histogram::ReportBucket;
+
 use super::{
     EventKind, LatencySummary, Preemptor, SchedEvent, TaskInterval, TaskSched, TraceTarget,
 };
@@ -104,6 +106,26 @@ impl Latency {
             p999_us: at(0.999),
             max_us: us(self.max_ns),
         }
+    }
+
+    /// The whole trace's histogram per power of two of ns: (2^(k-1), 2^k] for each
+    /// non-empty step, as hdrhistogram's log iterator walks it.
+    fn report_buckets(&self) -> Vec<ReportBucket> {
+        let mut out = Vec::new();
+        let mut low = 0;
+        for step in self.total.iter_log(1, 2.0) {
+            let high = step.value_iterated_to();
+            let count = step.count_since_last_iteration();
+            if count > 0 {
+                out.push(ReportBucket {
+                    low_ns: low,
+                    high_ns: high,
+                    count,
+                });
+            }
+            low = high + 1;
+        }
+        out
     }
 
     fn interval_at(&self, q: f64) -> f64 {
@@ -310,6 +332,8 @@ impl Task {
             migrations: self.total.migrations,
             wakeup_latency: self.wakeup.summary(),
             runq_delay: self.runq.summary(),
+            wakeup_latency_histogram: self.wakeup.report_buckets(),
+            runq_delay_histogram: self.runq.report_buckets(),
             preemptors: self.top_preemptors(name_of),
         }
     }

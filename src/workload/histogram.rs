@@ -408,3 +408,57 @@ mod tests {
         );
     }
 }
+
+/// One bucket of a histogram in a JSON report: `count` values from `low_ns` to `high_ns`
+/// (both included). Reports use one bucket per power of two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ReportBucket {
+    pub low_ns: u64,
+    pub high_ns: u64,
+    pub count: u64,
+}
+
+impl Histogram {
+    /// The non-empty buckets merged per power of two: [0,0], [1,1], [2,3], [4,7], ...
+    pub fn report_buckets(&self) -> Vec<ReportBucket> {
+        let mut out: Vec<ReportBucket> = Vec::new();
+        for (i, &count) in self.buckets.iter().enumerate().filter(|(_, &c)| c > 0) {
+            let (low, _) = bucket_bounds(i);
+            let (low_ns, high_ns) = power_of_two_range(low);
+            match out.last_mut() {
+                Some(b) if b.low_ns == low_ns => b.count += count,
+                _ => out.push(ReportBucket {
+                    low_ns,
+                    high_ns,
+                    count,
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// The power-of-two range `v` is in: [2^k, 2^(k+1) - 1], or [0, 0].
+fn power_of_two_range(v: u64) -> (u64, u64) {
+    if v == 0 {
+        return (0, 0);
+    }
+    let k = 63 - v.leading_zeros();
+    let low = 1u64 << k;
+    (low, low.saturating_add(low - 1))
+}
+
+#[cfg(test)]
+mod report_bucket_tests {
+    use super::*;
+
+    #[test]
+    fn report_buckets_merge_sub_buckets_per_power_of_two() {
+        let b = Histogram::from_values([0, 5, 6, 7, 1000, 1023, 1024]).report_buckets();
+        let got: Vec<(u64, u64, u64)> = b.iter().map(|b| (b.low_ns, b.high_ns, b.count)).collect();
+        assert_eq!(
+            got,
+            vec![(0, 0, 1), (4, 7, 3), (512, 1023, 2), (1024, 2047, 1)]
+        );
+    }
+}
