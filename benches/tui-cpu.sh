@@ -19,6 +19,7 @@ work=$(mktemp -d)
 sock="schedlab-tui-cpu-$$"
 cleanup() {
   tmux -L "$sock" kill-server 2>/dev/null || true
+  rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"
   rm -rf "$work"
 }
 trap cleanup EXIT
