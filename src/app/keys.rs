@@ -40,11 +40,17 @@ pub enum Command {
     StepForward,
     SeekBack,
     SeekForward,
+    Sort,
+    SortReverse,
+    Filter,
+    Log,
+    ScrollUp,
+    ScrollDown,
 }
 
 impl Command {
     /// (config name, default keys, what it does) for every command, in help order.
-    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 29] = [
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 35] = [
         (
             Command::Quit,
             "quit",
@@ -112,6 +118,32 @@ impl Command {
             "attach a running process",
         ),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
+        (
+            Command::ScrollUp,
+            "scroll_up",
+            &["pgup"],
+            "scroll the note, help or log up",
+        ),
+        (
+            Command::ScrollDown,
+            "scroll_down",
+            &["pgdn"],
+            "scroll the note, help or log down",
+        ),
+        (
+            Command::Sort,
+            "sort",
+            &["S"],
+            "sort tasks by the next column",
+        ),
+        (
+            Command::SortReverse,
+            "sort_reverse",
+            &["I"],
+            "reverse the sort order",
+        ),
+        (Command::Filter, "filter", &["/"], "filter tasks by name"),
+        (Command::Log, "log", &["l"], "message log (with times)"),
         (Command::Record, "record", &["r"], "record to a file on/off"),
         (Command::Trace, "trace", &["t"], "scheduler trace on/off"),
         (
@@ -145,6 +177,14 @@ impl Command {
             "replay: 10 s on",
         ),
     ];
+
+    /// The command's name in keys.toml.
+    pub fn config_name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(c, ..)| *c == self)
+            .map_or("", |(_, n, ..)| n)
+    }
 
     pub fn help(self) -> &'static str {
         Self::ALL
@@ -188,6 +228,10 @@ impl Key {
             "esc" => KeyCode::Esc,
             "space" => KeyCode::Char(' '),
             "backspace" => KeyCode::Backspace,
+            "pgup" | "pageup" => KeyCode::PageUp,
+            "pgdn" | "pgdown" | "pagedown" => KeyCode::PageDown,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
             f if f.starts_with('f') && f.len() > 1 => {
                 KeyCode::F(f[1..].parse().map_err(|_| Invalid(format!("bad key \"{s}\"")))?)
             }
@@ -201,7 +245,7 @@ impl Key {
             }
             _ => {
                 return Err(Invalid(format!(
-                    "bad key \"{s}\": use a character, ctrl-X, shift-X, up, down, left, right, enter, tab, esc, space, backspace or F1..F12"
+                    "bad key \"{s}\": use a character, ctrl-X, shift-X, up, down, left, right, enter, tab, esc, space, backspace, pgup, pgdn, home, end or F1..F12"
                 )))
             }
         };
@@ -225,18 +269,32 @@ impl Key {
         }
     }
 
+    /// How the screen shows the key: arrows as arrows.
     pub fn label(&self) -> String {
+        match self.code {
+            KeyCode::Up => self.with_modifiers("↑".into()),
+            KeyCode::Down => self.with_modifiers("↓".into()),
+            _ => self.config_label(),
+        }
+    }
+
+    /// How keys.toml spells the key (what [`Key::parse`] reads back).
+    pub fn config_label(&self) -> String {
         let base = match self.code {
             KeyCode::Char(' ') => "space".to_string(),
             KeyCode::Char(c) => c.to_string(),
             KeyCode::F(n) => format!("F{n}"),
-            KeyCode::Up => "↑".into(),
-            KeyCode::Down => "↓".into(),
+            KeyCode::PageUp => "pgup".into(),
+            KeyCode::PageDown => "pgdn".into(),
             KeyCode::Enter => "enter".into(),
             KeyCode::Tab => "tab".into(),
             KeyCode::Esc => "esc".into(),
             other => format!("{other:?}").to_lowercase(),
         };
+        self.with_modifiers(base)
+    }
+
+    fn with_modifiers(&self, base: String) -> String {
         match (self.ctrl, self.shift) {
             (true, _) => format!("ctrl-{base}"),
             (_, true) => format!("shift-{base}"),
@@ -291,6 +349,15 @@ impl KeyMap {
             .iter()
             .filter(|(_, c)| *c == cmd)
             .map(|(k, _)| k.label())
+            .collect()
+    }
+
+    /// The keys bound to a command as keys.toml spells them, for the help.
+    pub fn config_keys_for(&self, cmd: Command) -> Vec<String> {
+        self.map
+            .iter()
+            .filter(|(_, c)| *c == cmd)
+            .map(|(k, _)| k.config_label())
             .collect()
     }
 

@@ -2,14 +2,18 @@
 //! [`Action`] and returns the [`Effect`]s to carry out. No I/O happens here: the TUI
 //! loop turns effects into commands for the controller thread.
 
+mod fairness;
 pub mod keys;
 mod modal;
 mod picker;
 pub use picker::Picker;
+mod mouse;
+pub mod view;
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
@@ -24,13 +28,15 @@ use keys::{Command, KeyMap};
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use crate::workload::attach::ProcRow;
 pub use modal::Mode;
+pub use view::{Column, Sort};
 
 /// Everything that can happen to the App.
 #[derive(Clone, Debug)]
 pub enum Action {
     Key(KeyEvent),
-    /// A click on row `n` of the task table (the TUI maps screen rows to tasks).
-    ClickTask(usize),
+    /// A mouse event at a screen cell; the App finds what is there through the same
+    /// layout the screen is drawn with ([`crate::ui::hit`]).
+    Mouse(MouseEvent),
     Batch(Box<Batch>),
     Started(Box<Started>),
     /// Tasks that joined the running experiment (new threads and children of attached
@@ -107,6 +113,15 @@ pub struct Live {
     pub store: Store,
     /// Successful knob changes: (seconds since start, "writer.policy -> batch").
     pub marks: Vec<(f64, String)>,
+    /// Fairness presets: each task's ideal share from the nice weights (None outside
+    /// the metric group), as of the latest sample.
+    pub ideal: Vec<Option<f64>>,
+    /// Fairness presets: (seconds, fraction of CPU time that went to the wrong task).
+    pub fairness: VecDeque<(f64, f64)>,
+    /// The metric group's progress per second summed over its tasks, one point per
+    /// sample (kept here: summing a minute of 64 tasks' points every frame was most of
+    /// the UI thread's CPU).
+    pub throughput: VecDeque<(f64, f64)>,
 }
 
 /// Points kept per series: 10 minutes at 100 ms.
@@ -116,8 +131,11 @@ impl Live {
     pub fn new(tasks: Vec<TaskInfo>) -> Live {
         Live {
             store: Store::new(tasks.len(), RETENTION),
+            ideal: vec![None; tasks.len()],
             tasks,
             marks: Vec::new(),
+            fairness: VecDeque::new(),
+            throughput: VecDeque::new(),
         }
     }
 
@@ -139,10 +157,31 @@ pub struct UiState {
     /// Seconds of history the graphs show.
     pub window_s: f64,
     pub show_note: bool,
+    /// Lines of the note scrolled past.
+    pub note_scroll: usize,
+    /// The table's order (None: the preset's).
+    pub sort: Option<Sort>,
+    /// Only tasks whose name contains this (any case) are in the table.
+    pub filter: String,
     pub status: String,
     pub status_is_error: bool,
+    /// Every status message so far (the latest [`LOG_KEEP`]).
+    pub log: VecDeque<LogEntry>,
     pub size: (u16, u16),
 }
+
+/// A status message as the log keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogEntry {
+    /// The run's clock when it was said (seconds since its first sample, as `t=` in the
+    /// header and the change marks).
+    pub t_s: f64,
+    pub text: String,
+    pub error: bool,
+}
+
+/// Messages the log keeps.
+pub const LOG_KEEP: usize = 1000;
 
 /// The whole workbench state.
 #[derive(Clone, Debug)]
@@ -155,6 +194,8 @@ pub struct App {
     pub presets: Vec<(String, String)>,
     pub ui: UiState,
     pub keymap: KeyMap,
+    /// Where keys.toml is looked for, as the help names it.
+    pub keys_path: String,
     pub no_color: bool,
     pub recording: Option<String>,
     /// The scheduler trace runs (as the controller last said).
@@ -188,7 +229,7 @@ const WINDOWS_S: [f64; 7] = [5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
 impl App {
     pub fn new(keymap: KeyMap, interval: Duration, no_color: bool) -> App {
-        App {
+        let mut app = App {
             preset: None,
             kernel: String::new(),
             cpus: 0,
@@ -204,21 +245,34 @@ impl App {
                 interval,
                 window_s: 60.0,
                 show_note: false,
-                status: "starting the workload...".into(),
+                note_scroll: 0,
+                sort: None,
+                filter: String::new(),
+                status: String::new(),
                 status_is_error: false,
+                log: VecDeque::new(),
                 size: (80, 24),
             },
             keymap,
+            keys_path: KeyMap::config_path().map_or_else(
+                || "$XDG_CONFIG_HOME/schedlab/keys.toml".to_string(),
+                |p| p.display().to_string(),
+            ),
             no_color,
             recording: None,
             tracing: false,
             replay: false,
             quit: false,
-        }
+        };
+        app.say("starting the workload...");
+        app
     }
 
-    /// The selected task, if any.
+    /// The selected task, if any (none while the filter hides every task).
     pub fn selected_task(&self) -> Option<&TaskInfo> {
+        if !self.passes_filter(self.ui.selected_task) {
+            return None;
+        }
         self.live.tasks.get(self.ui.selected_task)
     }
 
@@ -241,13 +295,25 @@ impl App {
     }
 
     fn say(&mut self, text: impl Into<String>) {
-        self.ui.status = text.into();
-        self.ui.status_is_error = false;
+        self.tell(text.into(), false);
     }
 
     fn complain(&mut self, text: impl Into<String>) {
-        self.ui.status = text.into();
-        self.ui.status_is_error = true;
+        self.tell(text.into(), true);
+    }
+
+    /// The status line, and the log behind it.
+    fn tell(&mut self, text: String, error: bool) {
+        if self.ui.log.len() >= LOG_KEEP {
+            self.ui.log.pop_front();
+        }
+        self.ui.log.push_back(LogEntry {
+            t_s: self.live.now_s(),
+            text: text.clone(),
+            error,
+        });
+        self.ui.status = text;
+        self.ui.status_is_error = error;
     }
 
     /// The one way state changes.
@@ -262,17 +328,13 @@ impl App {
                     None => Vec::new(),
                 }
             }
-            Action::ClickTask(i) => {
-                if i < self.live.tasks.len() {
-                    self.ui.panel = Panel::Tasks;
-                    self.ui.selected_task = i;
-                }
-                Vec::new()
-            }
+            Action::Mouse(m) => self.mouse(m),
             Action::Batch(batch) => {
                 // A paused replay still takes the samples it is stepped or seeked to.
                 if !self.ui.paused || self.replay {
-                    self.live.store.push(&batch);
+                    let points = self.live.store.push(&batch);
+                    self.update_throughput(&points);
+                    self.update_fairness();
                 }
                 Vec::new()
             }
@@ -339,9 +401,55 @@ impl App {
                 self.live.marks.push((self.live.now_s(), label));
                 self.say(format!("{setting}: {v}"));
             }
-            Err(e) => self.complain(format!("{setting}: {e}")),
+            // The knob layer's refusals name the setting they refuse (`writer.nice=50:
+            // nice 50 is out of range`, `sys.rt_runtime_us=...: writing ...`, `fair:
+            // setting policy fifo ... failed`): prefixing it again said it twice.
+            Err(e) => self.complain(e.to_string()),
         }
         Vec::new()
+    }
+
+    /// The metric group's summed progress rate from a sample's new points.
+    fn update_throughput(&mut self, points: &[(usize, crate::lab::store::TaskRates)]) {
+        let Some(group) = self.preset.as_ref().map(|p| &p.metric_task) else {
+            return;
+        };
+        let members: Vec<&(usize, crate::lab::store::TaskRates)> = points
+            .iter()
+            .filter(|(i, _)| self.live.tasks.get(*i).is_some_and(|t| &t.group == group))
+            .collect();
+        let Some((_, first)) = members.first() else {
+            return;
+        };
+        let sum = members.iter().map(|(_, r)| r.progress_per_s).sum();
+        if self.live.throughput.len() >= RETENTION {
+            self.live.throughput.pop_front();
+        }
+        self.live.throughput.push_back((first.t_s, sum));
+    }
+
+    /// The fairness headline after a new sample (fairness presets only).
+    fn update_fairness(&mut self) {
+        let Some(p) = self
+            .preset
+            .as_ref()
+            .filter(|p| p.headline == crate::preset::Headline::Fairness)
+        else {
+            return;
+        };
+        let Some((ideal, error)) = fairness::now(
+            &self.live.tasks,
+            &p.metric_task,
+            &self.live.store,
+            self.cpus,
+        ) else {
+            return;
+        };
+        self.live.ideal = ideal;
+        if self.live.fairness.len() >= RETENTION {
+            self.live.fairness.pop_front();
+        }
+        self.live.fairness.push_back((self.live.now_s(), error));
     }
 
     fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
@@ -400,26 +508,37 @@ impl App {
     }
 
     /// The first key bound to `cmd`, for messages that name it.
-    fn key_label(&self, cmd: Command) -> String {
+    /// (Unbound: the command's keys.toml name, in angle brackets.)
+    pub fn key_label(&self, cmd: Command) -> String {
         self.keymap
             .keys_for(cmd)
             .first()
             .cloned()
-            .unwrap_or_else(|| format!("{cmd:?}"))
+            .unwrap_or_else(|| format!("<{}>", cmd.config_name()))
     }
 
     fn start(&mut self, s: Started) {
         let n = s.tasks.len();
         self.live = Live::new(s.tasks);
         self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));
+        self.ui.note_scroll = 0;
+        self.keep_selection_visible();
         self.kernel = s.kernel;
         self.cpus = s.cpus;
         let name = s.preset.name.clone();
         self.preset = Some(s.preset);
         if s.warnings.is_empty() {
-            self.say(format!(
-                "{name} running: select a task and press p, +/-, c or s to change it; ? for help"
-            ));
+            let k = |c| self.key_label(c);
+            let text = format!(
+                "{name} running: select a task and press {}, {}/{}, {} or {}; {} for help",
+                k(Command::Policy),
+                k(Command::NiceUp),
+                k(Command::NiceDown),
+                k(Command::Cpus),
+                k(Command::Slice),
+                k(Command::Help),
+            );
+            self.say(text);
         } else {
             self.complain(s.warnings.join("; "));
         }
@@ -440,7 +559,31 @@ impl App {
                 vec![Effect::Quit]
             }
             Command::Help => {
-                self.ui.mode = Mode::Help;
+                self.ui.mode = Mode::Help { scroll: 0 };
+                Vec::new()
+            }
+            Command::Log => {
+                // The latest messages are at the bottom: open there.
+                self.ui.mode = Mode::Log {
+                    scroll: crate::ui::popup::log_max_scroll(self),
+                };
+                Vec::new()
+            }
+            Command::Sort => {
+                self.next_sort();
+                Vec::new()
+            }
+            Command::SortReverse => {
+                self.reverse_sort();
+                Vec::new()
+            }
+            Command::Filter => {
+                self.ui.panel = Panel::Tasks;
+                self.ui.mode = Mode::Filter;
+                Vec::new()
+            }
+            Command::ScrollUp | Command::ScrollDown => {
+                self.scroll_note(if cmd == Command::ScrollUp { -5 } else { 5 });
                 Vec::new()
             }
             Command::Up | Command::Down => self.move_selection(cmd == Command::Down),
@@ -483,18 +626,32 @@ impl App {
 
     /// Up/down in the focused list, wrapping at both ends.
     fn move_selection(&mut self, down: bool) -> Vec<Effect> {
-        let (sel, len) = match self.ui.panel {
-            Panel::Tasks => (&mut self.ui.selected_task, self.live.tasks.len()),
-            Panel::Knobs => (&mut self.ui.selected_knob, self.knobs.len()),
-        };
-        if len > 0 {
-            *sel = if down {
-                (*sel + 1) % len
-            } else {
-                (*sel + len - 1) % len
-            };
+        match self.ui.panel {
+            Panel::Tasks => self.move_task(down),
+            Panel::Knobs => {
+                let len = self.knobs.len();
+                let sel = &mut self.ui.selected_knob;
+                if len > 0 {
+                    *sel = if down {
+                        (*sel + 1) % len
+                    } else {
+                        (*sel + len - 1) % len
+                    };
+                }
+            }
         }
         Vec::new()
+    }
+
+    /// Scroll the note by `lines`, within what it holds at the current size.
+    fn scroll_note(&mut self, lines: isize) {
+        let max = crate::ui::note::max_scroll(self);
+        self.ui.note_scroll = self
+            .ui
+            .note_scroll
+            .min(max)
+            .saturating_add_signed(lines)
+            .min(max);
     }
 
     fn next_panel(&mut self) -> Vec<Effect> {

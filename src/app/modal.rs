@@ -1,15 +1,25 @@
-//! Popups over the main screen (choices, text input, CPU picker, preset picker, help)
-//! and how keys behave inside them.
+//! Popups over the main screen (choices, text input, CPU picker, preset picker, help,
+//! the message log, the task filter) and how keys behave inside them.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::keys::Command;
 use super::{App, Effect};
 
 /// What the keyboard is talking to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {
     Normal,
-    Help,
+    /// The keys; `scroll` lines scrolled past.
+    Help {
+        scroll: usize,
+    },
+    /// Every status message with its time; `scroll` lines scrolled past.
+    Log {
+        scroll: usize,
+    },
+    /// Typing the task filter (`ui.filter`, applied as it is typed).
+    Filter,
     /// Pick one option; Enter applies `knob=option`.
     Choice {
         title: String,
@@ -82,14 +92,21 @@ impl App {
             self.quit = true;
             return vec![Effect::Quit];
         }
+        if self.ui.mode == Mode::Filter {
+            return self.filter_key(&key);
+        }
         if key.code == KeyCode::Esc {
             self.ui.mode = super::Mode::Normal;
+            return Vec::new();
+        }
+        if let Some(lines) = self.scroll_lines(&key) {
+            self.scroll_popup(lines);
             return Vec::new();
         }
         // Keys edit the popup in place; what it leads to is decided first and carried
         // out after, when `self` is free again.
         let outcome = match &mut self.ui.mode {
-            Mode::Normal | Mode::Help => Outcome::Close,
+            Mode::Normal | Mode::Help { .. } | Mode::Log { .. } | Mode::Filter => Outcome::Close,
             Mode::Choice {
                 options,
                 selected,
@@ -105,6 +122,69 @@ impl App {
             },
         };
         self.carry_out(outcome)
+    }
+
+    /// Scroll the help or the log by `lines`, within what it holds at the current size.
+    pub(super) fn scroll_popup(&mut self, lines: isize) {
+        let max = match self.ui.mode {
+            Mode::Help { .. } => crate::ui::popup::help_max_scroll(self),
+            Mode::Log { .. } => crate::ui::popup::log_max_scroll(self),
+            _ => return,
+        };
+        if let Mode::Help { scroll } | Mode::Log { scroll } = &mut self.ui.mode {
+            *scroll = (*scroll).min(max).saturating_add_signed(lines).min(max);
+        }
+    }
+
+    /// In the help and the log: lines a key scrolls by (arrows, vi keys, the scroll
+    /// commands' keys by a page), None for a key that closes them.
+    fn scroll_lines(&self, key: &KeyEvent) -> Option<isize> {
+        if !matches!(self.ui.mode, Mode::Help { .. } | Mode::Log { .. }) {
+            return None;
+        }
+        let page = (self.ui.size.1 as isize - 8).max(1);
+        if let Some(down) = list_move(key) {
+            return Some(if down { 1 } else { -1 });
+        }
+        match (key.code, self.keymap.command(key)) {
+            (KeyCode::PageDown, _) | (_, Some(Command::ScrollDown)) => Some(page),
+            (KeyCode::PageUp, _) | (_, Some(Command::ScrollUp)) => Some(-page),
+            (KeyCode::Home, _) => Some(isize::MIN / 2),
+            (KeyCode::End, _) => Some(isize::MAX / 2),
+            _ => None,
+        }
+    }
+
+    /// Typing the filter: the table follows each key; enter keeps it, esc clears it.
+    fn filter_key(&mut self, key: &KeyEvent) -> Vec<Effect> {
+        match key.code {
+            KeyCode::Esc => {
+                self.ui.filter.clear();
+                self.ui.mode = Mode::Normal;
+                self.say("filter cleared: every task is in the table");
+            }
+            KeyCode::Enter => {
+                self.ui.mode = Mode::Normal;
+                if self.ui.filter.is_empty() {
+                    self.say("no filter: every task is in the table");
+                } else {
+                    let shown = self.task_view().len();
+                    let key = self.key_label(Command::Filter);
+                    self.say(format!(
+                        "filter \"{}\": {shown} of {} tasks ({key} then esc clears it)",
+                        self.ui.filter,
+                        self.live.tasks.len()
+                    ));
+                }
+            }
+            KeyCode::Backspace => {
+                self.ui.filter.pop();
+            }
+            KeyCode::Char(c) if self.ui.filter.len() < 64 => self.ui.filter.push(c),
+            _ => {}
+        }
+        self.keep_selection_visible();
+        Vec::new()
     }
 
     fn carry_out(&mut self, outcome: Outcome) -> Vec<Effect> {

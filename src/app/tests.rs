@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::*;
 
@@ -10,6 +10,8 @@ pub(crate) use crate::lab::fixtures::{batch, knobs, started};
 
 pub(crate) fn running_app() -> App {
     let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    // The help names it: the same on every machine.
+    app.keys_path = "/home/you/.config/schedlab/keys.toml".into();
     app.update(Action::Started(Box::new(started())));
     for t in 0..5 {
         app.update(Action::Batch(Box::new(batch(t))));
@@ -30,6 +32,25 @@ fn chars(app: &mut App, text: &str) {
     for c in text.chars() {
         key(app, KeyCode::Char(c));
     }
+}
+
+fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) -> Vec<Effect> {
+    app.update(Action::Mouse(MouseEvent {
+        kind,
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    }))
+}
+
+fn click(app: &mut App, x: u16, y: u16) -> Vec<Effect> {
+    mouse(app, MouseEventKind::Down(MouseButton::Left), x, y)
+}
+
+/// The screen row of the table's first task (below its title and headings).
+fn table_rows(app: &App) -> u16 {
+    let area = ratatui::layout::Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+    crate::ui::layout(area, app).tasks.y + 2
 }
 
 fn applied(effects: &[Effect]) -> Vec<String> {
@@ -82,7 +103,7 @@ fn quit_and_ctrl_c_quit_from_anywhere() {
 fn help_opens_and_any_key_closes_it() {
     let mut app = running_app();
     key(&mut app, KeyCode::Char('?'));
-    assert_eq!(app.ui.mode, Mode::Help);
+    assert_eq!(app.ui.mode, Mode::Help { scroll: 0 });
     key(&mut app, KeyCode::Char('x'));
     assert_eq!(app.ui.mode, Mode::Normal);
 }
@@ -100,9 +121,10 @@ fn selection_moves_and_wraps_in_both_panels_and_by_click() {
     assert_eq!(app.ui.panel, Panel::Knobs);
     key(&mut app, KeyCode::Down);
     assert_eq!(app.ui.selected_knob, 1);
-    app.update(Action::ClickTask(0));
+    let rows = table_rows(&app);
+    click(&mut app, 5, rows);
     assert_eq!((app.ui.panel, app.ui.selected_task), (Panel::Tasks, 0));
-    app.update(Action::ClickTask(9));
+    click(&mut app, 5, rows + 2);
     assert_eq!(
         app.ui.selected_task, 0,
         "a click below the tasks does nothing"
@@ -562,4 +584,376 @@ fn trace_and_export_keys_can_be_rebound() {
         KeyModifiers::CONTROL,
     )));
     assert_eq!(fx, vec![Effect::ExportTrace]);
+}
+
+#[test]
+fn a_refused_setting_is_named_once() {
+    let mut app = running_app();
+    let why = "fair.nice=50: nice 50 is out of range: allowed -20..19 (20 is clamped to 19)";
+    app.update(Action::KnobResult {
+        setting: "fair.nice=50".into(),
+        result: Err(KnobError::invalid(why)),
+    });
+    assert_eq!(app.ui.status, why);
+    assert!(app.ui.status_is_error);
+    app.update(Action::KnobResult {
+        setting: "fair.nice=5".into(),
+        result: Ok("applied to fair".into()),
+    });
+    assert_eq!(app.ui.status, "fair.nice=5: applied to fair");
+}
+
+#[test]
+fn sort_cycles_the_columns_and_reverses_and_the_selection_follows_the_order() {
+    let mut app = running_app();
+    assert_eq!(app.task_view(), [0, 1], "the preset's order");
+    let press_sort = |app: &mut App| {
+        app.update(Action::Key(KeyEvent::new(
+            KeyCode::Char('S'),
+            KeyModifiers::SHIFT,
+        )))
+    };
+    press_sort(&mut app);
+    assert_eq!(
+        app.ui.sort,
+        Some(Sort {
+            column: Column::Task,
+            reverse: false
+        })
+    );
+    assert_eq!(app.task_view(), [1, 0], "fair before fifo");
+    // On to NICE: fair is at -20, fifo at 0 (smallest first).
+    while app.ui.sort.map(|s| s.column) != Some(Column::Nice) {
+        press_sort(&mut app);
+    }
+    assert_eq!(app.task_view(), [1, 0]);
+    // CPU%: fifo runs 90 %, fair 10 %: biggest first.
+    while app.ui.sort.map(|s| s.column) != Some(Column::Cpu) {
+        press_sort(&mut app);
+    }
+    assert_eq!(app.task_view(), [0, 1]);
+    assert!(
+        app.ui.status.contains("CPU% (biggest first)"),
+        "{}",
+        app.ui.status
+    );
+    app.update(Action::Key(KeyEvent::new(
+        KeyCode::Char('I'),
+        KeyModifiers::SHIFT,
+    )));
+    assert_eq!(app.task_view(), [1, 0], "reversed");
+    // Down moves in the table's order: from fair (first row) to fifo.
+    app.ui.selected_task = 1;
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_task, 0);
+    // Past the last column (PROGRESS, four on): the preset's order again.
+    for _ in 0..4 {
+        press_sort(&mut app);
+    }
+    assert_eq!(app.ui.sort.map(|s| s.column), Some(Column::Progress));
+    press_sort(&mut app);
+    assert_eq!(app.ui.sort, None);
+    assert_eq!(app.task_view(), [0, 1]);
+    assert!(app.ui.status.contains("preset's order"));
+}
+
+#[test]
+fn the_fairness_column_sorts_only_in_fairness_presets() {
+    let app = running_app();
+    assert!(
+        !app.columns().contains(&Column::Ideal),
+        "rt-throttle: share"
+    );
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    let mut s = started();
+    s.preset.headline = crate::preset::Headline::Fairness;
+    s.preset.metric_task = "fifo".into();
+    s.tasks[1].group = "fifo".into();
+    app.update(Action::Started(Box::new(s)));
+    for t in 0..12 {
+        app.update(Action::Batch(Box::new(batch(t))));
+    }
+    assert!(app.columns().contains(&Column::Ideal));
+    // Both on CPU 0 only: one CPU by nice weight, fair's nice -20 (88761) against
+    // fifo's nice 0 (1024) - what the report's water-filling gives.
+    let w = crate::ideal::water_fill(&[1024.0, 88761.0], 1);
+    assert_eq!(app.live.ideal, vec![Some(w[0]), Some(w[1])]);
+    // The last second measured fifo at 0.9 and fair at 0.1 of a CPU.
+    let (_, err) = *app.live.fairness.back().expect("an error per sample");
+    let want = crate::ideal::fairness_error(&[0.9, 0.1], &w);
+    assert!((err - want).abs() < 1e-9, "{err} {want}");
+    app.ui.sort = Some(Sort {
+        column: Column::Ideal,
+        reverse: false,
+    });
+    assert_eq!(app.task_view(), [1, 0], "fair's ideal share is the larger");
+}
+
+#[test]
+fn the_filter_narrows_the_table_as_it_is_typed_and_esc_clears_it() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('/'));
+    assert_eq!(app.ui.mode, Mode::Filter);
+    chars(&mut app, "FA");
+    assert_eq!(app.task_view(), [1], "any case");
+    assert_eq!(
+        app.ui.selected_task, 1,
+        "the selection moves to a shown task"
+    );
+    // Letters are the filter's while typing, not commands: q did not quit.
+    chars(&mut app, "q");
+    assert!(!app.quit && app.task_view().is_empty());
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.ui.mode, Mode::Normal);
+    assert_eq!(app.ui.filter, "FA");
+    assert!(app.ui.status.contains("1 of 2 tasks"), "{}", app.ui.status);
+    // Up/down stay among the shown tasks.
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_task, 1);
+    // A filter that hides every task leaves nothing to change.
+    key(&mut app, KeyCode::Char('/'));
+    chars(&mut app, "zzz");
+    key(&mut app, KeyCode::Enter);
+    assert!(app.selected_task().is_none());
+    assert!(key(&mut app, KeyCode::Char('p')).is_empty());
+    assert!(app.ui.status.contains("no task selected"));
+    key(&mut app, KeyCode::Char('/'));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!((app.ui.filter.as_str(), app.task_view()), ("", vec![0, 1]));
+}
+
+#[test]
+fn the_mouse_selects_sorts_presses_hints_and_scrolls() {
+    let mut app = running_app();
+    app.update(Action::Resize(80, 24));
+    let rows = table_rows(&app);
+    click(&mut app, 3, rows + 1);
+    assert_eq!(app.ui.selected_task, 1, "the second row");
+    // The headings are the row above the tasks; CPU% is a column of its own.
+    let heading = |app: &App, name: &str| {
+        let backend = crate::ui::tests::draw(80, 24, |f, _| crate::ui::render(f, app));
+        let line: String = (0..80)
+            .map(|x| backend.buffer()[(x, rows - 1)].symbol().to_string())
+            .collect();
+        line.find(name).expect("heading on screen") as u16
+    };
+    let x = heading(&app, "CPU%");
+    click(&mut app, x, rows - 1);
+    assert_eq!(
+        app.ui.sort,
+        Some(Sort {
+            column: Column::Cpu,
+            reverse: false
+        })
+    );
+    click(&mut app, x + 1, rows - 1);
+    assert_eq!(
+        app.ui.sort.map(|s| s.reverse),
+        Some(true),
+        "again: reversed"
+    );
+    // The wheel over the table moves the selection in the table's order.
+    assert_eq!(app.task_view(), [1, 0]);
+    app.ui.selected_task = 1;
+    mouse(&mut app, MouseEventKind::ScrollDown, 3, rows);
+    assert_eq!(app.ui.selected_task, 0);
+    // The footer's hints are keys: quit is at the right end of the last line.
+    let hints = crate::ui::footer::hints(&app, 80);
+    let quit = hints
+        .iter()
+        .find(|h| h.what == "quit")
+        .expect("quit is always shown");
+    assert_eq!(click(&mut app, quit.x + 1, 23), vec![Effect::Quit]);
+}
+
+#[test]
+fn the_mouse_picks_knobs_and_scrolls_the_note_and_the_log() {
+    let mut app = running_app();
+    app.update(Action::Resize(200, 50));
+    if let Some(p) = app.preset.as_mut() {
+        p.note = (0..60)
+            .map(|n| format!("Paragraph {n} of the note."))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
+    let area = ratatui::layout::Rect::new(0, 0, 200, 50);
+    let r = crate::ui::layout(area, &app);
+    let side = r.side.expect("a side column at 200 columns");
+    click(&mut app, side.knobs.x + 2, side.knobs.y + 2);
+    assert_eq!((app.ui.panel, app.ui.selected_knob), (Panel::Knobs, 1));
+    let note = side.note.expect("the note beside the graphs");
+    mouse(&mut app, MouseEventKind::ScrollDown, note.x + 2, note.y + 3);
+    assert_eq!(app.ui.note_scroll, 3);
+    mouse(&mut app, MouseEventKind::ScrollUp, note.x + 2, note.y + 3);
+    mouse(&mut app, MouseEventKind::ScrollUp, note.x + 2, note.y + 3);
+    assert_eq!(app.ui.note_scroll, 0, "not above the top");
+    for _ in 0..100 {
+        key(&mut app, KeyCode::PageDown);
+    }
+    let max = crate::ui::note::max_scroll(&app);
+    assert!(max > 0 && app.ui.note_scroll == max, "stops at the end");
+    // The log opens on its latest line; the wheel scrolls it, a click closes it.
+    for n in 0..80 {
+        app.update(Action::Error(format!("error number {n}")));
+    }
+    key(&mut app, KeyCode::Char('l'));
+    let bottom = crate::ui::popup::log_max_scroll(&app);
+    assert!(bottom > 0);
+    assert_eq!(app.ui.mode, Mode::Log { scroll: bottom });
+    mouse(&mut app, MouseEventKind::ScrollUp, 100, 25);
+    assert_eq!(app.ui.mode, Mode::Log { scroll: bottom - 3 });
+    click(&mut app, 100, 25);
+    assert_eq!(app.ui.mode, Mode::Normal);
+}
+
+#[test]
+fn every_status_message_goes_to_the_log_with_its_time() {
+    let mut app = running_app();
+    app.update(Action::Error("preset x failed".into()));
+    let last = app.ui.log.back().expect("logged");
+    assert_eq!(
+        (last.text.as_str(), last.error, last.t_s),
+        ("preset x failed", true, 4.0)
+    );
+    assert!(app
+        .ui
+        .log
+        .iter()
+        .any(|e| e.text.contains("rt-throttle running")));
+    for n in 0..(LOG_KEEP + 10) {
+        app.update(Action::Error(format!("e{n}")));
+    }
+    assert_eq!(app.ui.log.len(), LOG_KEEP, "bounded");
+    assert_eq!(app.ui.log.back().map(|e| e.text.as_str()), Some("e1009"));
+}
+
+#[test]
+fn hints_name_the_keys_as_bound() {
+    let km = KeyMap::from_toml("[keys]\npolicy = \"F2\"\nhelp = \"f10\"\nlog = \"L\"\n")
+        .expect("parses");
+    let mut app = App::new(km, Duration::from_millis(100), false);
+    app.update(Action::Started(Box::new(started())));
+    assert!(
+        app.ui.status.starts_with(
+            "rt-throttle running: select a task and press F2, +/-, c or s; F10 for help"
+        ),
+        "{}",
+        app.ui.status
+    );
+    assert!(
+        key(&mut app, KeyCode::Char('p')).is_empty(),
+        "p is free now"
+    );
+    assert!(matches!(
+        key(&mut app, KeyCode::F(2)).as_slice(),
+        [] if matches!(app.ui.mode, Mode::Choice { .. })
+    ));
+}
+
+/// A nice ladder of `n` busy loops (nice 0, 1, ...) with five-digit pids, sampled at
+/// `t` seconds: the busiest gets about a CPU's tenth, each step down a bit less.
+pub(crate) fn ladder_batch(n: usize, t: u64) -> Batch {
+    use crate::cpuset::CpuSet;
+    use crate::sampler::parse::{SchedFile, Schedstat, StatFile};
+    let sample = |id: usize| {
+        let share = 0.19 / (1.0 + id as f64 * 0.25);
+        let run = (t as f64 * share * 1e9) as u64;
+        TaskSample {
+            id,
+            alive: true,
+            sched: SchedFile {
+                sum_exec_runtime_ns: Some(run),
+                nr_switches: Some(t * (40 - id as u64)),
+                nr_voluntary_switches: Some(0),
+                nr_involuntary_switches: Some(t * (40 - id as u64)),
+                nr_migrations: Some(t * (id as u64 % 3)),
+                policy: Some(0),
+                prio: Some(120 + id as i32),
+                ..Default::default()
+            },
+            schedstat: Some(Schedstat {
+                run_ns: run,
+                wait_ns: (t as f64 * (1.0 - share) * 1e9) as u64,
+                timeslices: t * 40,
+            }),
+            stat: Some(StatFile {
+                processor: Some((id % 2) as u32),
+                nice: id as i32,
+                ..StatFile::default()
+            }),
+            cpus_allowed: Some(
+                CpuSet::new()
+                    .union(&CpuSet::single(0))
+                    .union(&CpuSet::single(1)),
+            ),
+            progress: t * (387_000_000 / (id as u64 + 1)),
+            ..TaskSample::default()
+        }
+    };
+    let cpu = |busy: u64, steal: u64| crate::sampler::parse::CpuTimes {
+        user: t * busy,
+        steal: t * steal,
+        idle: t * (100 - busy - steal),
+        ..Default::default()
+    };
+    Batch {
+        seq: t,
+        t_ns: 1_000_000_000 + t * 1_000_000_000,
+        tasks: (0..n).map(sample).collect(),
+        system: crate::sampler::SystemSample {
+            cpus: vec![cpu(97, 3), cpu(96, 4)],
+            ..Default::default()
+        },
+        ..Batch::default()
+    }
+}
+
+/// nice-ladder with `n` tasks, twelve seconds in.
+pub(crate) fn ladder_app(n: usize) -> App {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.keys_path = "/home/you/.config/schedlab/keys.toml".into();
+    let mut s = started();
+    s.preset.name = "nice-ladder".into();
+    s.preset.summary =
+        "Busy loops at nice 0,1,...,20: does CPU share follow the kernel's nice weights?".into();
+    s.preset.note = include_str!("../../presets/nice-ladder.toml")
+        .split("\"\"\"")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    s.preset.headline = crate::preset::Headline::Fairness;
+    s.preset.metric_task = "busy".into();
+    s.preset.focus = vec!["busy.nice".into()];
+    s.tasks = (0..n)
+        .map(|k| TaskInfo {
+            name: format!("busy-{k}"),
+            group: "busy".into(),
+            pid: 12935,
+            tid: 12935 + k as i32,
+            progress_unit: "iterations".into(),
+            measures_latency: false,
+        })
+        .collect();
+    app.update(Action::Started(Box::new(s)));
+    for t in 0..13 {
+        app.update(Action::Batch(Box::new(ladder_batch(n, t))));
+    }
+    app.update(Action::SystemKnobs(knobs()));
+    app
+}
+
+#[test]
+fn a_ladder_has_ideal_shares_and_a_fairness_error() {
+    let app = ladder_app(21);
+    let ideal: Vec<f64> = app.live.ideal.iter().map(|s| s.expect("each")).collect();
+    assert!(
+        (ideal.iter().sum::<f64>() - 2.0).abs() < 1e-9,
+        "two CPUs shared"
+    );
+    // Down the ladder; nice 20 is clamped to 19's weight.
+    assert!(ideal.windows(2).all(|w| w[0] >= w[1]) && ideal[0] > ideal[20]);
+    let (t, err) = *app.live.fairness.back().expect("one per sample");
+    assert!((t - 12.0).abs() < 1e-9);
+    assert!(err > 0.0 && err < 1.0, "{err}");
 }

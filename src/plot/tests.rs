@@ -590,10 +590,19 @@ fn sweep_plots_have_a_line_per_task_and_one_for_the_headline() {
     out.check_png("sweep.png", 20_000);
     plot_sweep(&numeric, &out.path("sweep.svg")).unwrap();
     let svg = Svg::parse(&out.read_svg("sweep.svg"));
-    // A point per value, on each task's line and on the headline's.
+    // A point per value, on each task's line and on the headline's; a sweep of
+    // sys.rt_runtime_us also draws 1 - runtime/period as a dashed grey reference
+    // (many short grey polylines), not a data series.
     let (t0, t1, black) = (hex(TAB10[0]), hex(TAB10[1]), hex(BLACK));
+    let grey = "#787878".to_string();
+    let data: Vec<_> = svg
+        .series
+        .iter()
+        .filter(|(c, _)| *c != grey)
+        .cloned()
+        .collect();
     assert_eq!(
-        svg.series,
+        data,
         vec![(t0.clone(), 5), (t1.clone(), 5), (black.clone(), 5)]
     );
     assert_eq!(svg.circles.len(), 15);
@@ -602,7 +611,11 @@ fn sweep_plots_have_a_line_per_task_and_one_for_the_headline() {
     }
     assert_eq!(
         svg.legend,
-        vec![(t0, "task-0".to_string()), (t1, "task-1".to_string())]
+        vec![
+            (t0, "task-0".to_string()),
+            (t1, "task-1".to_string()),
+            (grey, "1 - runtime/period".to_string())
+        ]
     );
 
     let mut cat = sweep_report(&["fifo", "rr", "other", "batch"], 12);
@@ -657,13 +670,13 @@ fn compare_plots_have_two_bars_per_metric_with_rounds_whiskers_and_ratio() {
     let svg = Svg::parse(&out.read_svg("cmp.svg"));
     for text in [
         "pipe-wakeup - Linux 6.18.44, 2 CPUs: A (writer.policy=other) vs B (writer.policy=batch,reader.policy=batch)",
-        "3 rounds of A then B, 3.0 s each; bars: median, whiskers: min-max, dots: every round; above: median of B/A per round",
+        "3 rounds of A then B, 3.0 s each; bars: median, whiskers: min-max, dots beside: every round; above: median of B/A per round",
         "A: writer.policy=other",
         "B: writer.policy=batch,reader.policy=batch",
         // A panel per unit; a panel's common suffix goes to its axis.
         "MB/s",
         "CPU share (%)",
-        "us",
+        "µs",
         "k switches/s",
         "writer throughput",
         "busy-0",
@@ -683,8 +696,15 @@ fn compare_plots_have_two_bars_per_metric_with_rounds_whiskers_and_ratio() {
     // Five metrics: a bar per side each, and each side's square in the key.
     let side = |c: RGBColor| svg.rects.iter().filter(|r| **r == hex(c)).count();
     assert_eq!((side(SIDE_A), side(SIDE_B), svg.rects.len()), (6, 6, 12));
-    // Three rounds: three dots on each of the ten bars, and a min-max whisker.
-    assert_eq!(svg.circles, vec![hex(BLACK); 30]);
+    // Three rounds: three dots beside each of the ten bars in its side's colour, each
+    // with an outline ring (fill none), and a min-max whisker.
+    let dots = |fill: String| svg.circles.iter().filter(|c| **c == fill).count();
+    assert_eq!(
+        (dots(hex(SIDE_A)), dots(hex(SIDE_B)), dots("none".into())),
+        (15, 15, 30),
+        "{:?}",
+        svg.circles
+    );
     let whiskers = svg
         .segments
         .iter()
@@ -700,7 +720,8 @@ fn compare_plots_have_two_bars_per_metric_with_rounds_whiskers_and_ratio() {
     let side = |c: RGBColor| svg.rects.iter().filter(|r| **r == hex(c)).count();
     // Throughput, 21 shares, latency and switches; and the key.
     assert_eq!((side(SIDE_A), side(SIDE_B)), (25, 25));
-    assert_eq!(svg.circles.len(), 24 * 2 * 3);
+    // A filled dot and its ring per round, side and metric.
+    assert_eq!(svg.circles.len(), 24 * 2 * 3 * 2);
     assert!(svg.has("B/A 2.51x") && svg.has("busy-20"));
 
     let mut none = compare_report(0);

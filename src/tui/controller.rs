@@ -68,8 +68,9 @@ pub enum Event {
 pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>> + Send>;
 
 /// How long a sampled batch may wait before it is forwarded to the UI (which redraws
-/// data every 100 ms anyway).
-const FORWARD_EVERY: Duration = Duration::from_millis(20);
+/// data every 100 ms at most). At 20 ms, 64 tasks sampled at 50 Hz woke the UI thread
+/// for every batch: a third of its CPU (benches/tui-cpu.sh).
+const FORWARD_EVERY: Duration = Duration::from_millis(100);
 
 /// Start the controller thread with `preset` running.
 pub fn spawn(
@@ -146,7 +147,7 @@ impl Controller {
             }
             // A request wakes this at once; batches wait at most FORWARD_EVERY. Each wake-up
             // of this FIFO thread preempts whatever runs on its CPU (the trace shows it
-            // among the experiment's preemptors), so it wakes 50 times a second, not 200.
+            // among the experiment's preemptors), so it wakes 10 times a second, not 200.
             let request = match rx.recv_timeout(FORWARD_EVERY) {
                 Ok(Request::Quit) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(r) => r,
@@ -234,7 +235,7 @@ impl Controller {
     fn apply(&mut self, s: &Setting) {
         let result = match self.running.as_mut() {
             Some(exp) => exp.apply(s, &mut self.sys).result.clone(),
-            None => Err(KnobError::invalid("no workload is running")),
+            None => Err(KnobError::invalid(format!("{s}: no workload is running"))),
         };
         self.send(Event::KnobResult {
             setting: s.to_string(),

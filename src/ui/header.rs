@@ -1,14 +1,32 @@
 //! The top line: preset, kernel, CPUs, elapsed time, sampling interval, live or paused,
 //! and what is on or wrong: foreign load, RT holding every CPU, the scheduler trace, a
-//! recording.
+//! recording. What does not fit is left out whole, least useful first; the state and
+//! the warnings always stay.
 
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::theme;
 use crate::app::App;
+
+/// One piece of the header: its text, style, and when it goes (lower goes first;
+/// `None` never goes).
+struct Piece {
+    text: String,
+    style: Style,
+    drop_rank: Option<u8>,
+}
+
+fn piece(text: impl Into<String>, style: Style, drop_rank: Option<u8>) -> Piece {
+    Piece {
+        text: text.into(),
+        style,
+        drop_rank,
+    }
+}
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let preset = app
@@ -21,59 +39,66 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         (false, true) => "PAUSED",
         (false, false) => "LIVE",
     };
-    let flags = flags(app);
-    let kernel = format!("Linux {}  ", app.kernel);
-    let details = format!(
-        "{} CPUs  t={:.1}s  every {} ms  ",
-        app.cpus,
-        app.live.now_s(),
-        app.ui.interval.as_millis()
-    );
-    let width = |spans: &[Span]| spans.iter().map(|s| s.width()).sum::<usize>();
-    let fixed = " schedlab ".len() + preset.chars().count() + 2 + details.len() + state.len();
-    // The kernel goes first when the line is too long: the state and the flags are what
-    // changes and what warns.
-    let kernel = if fixed + kernel.chars().count() + width(&flags) > area.width as usize {
-        String::new()
+    let state_style = if app.ui.paused {
+        theme::error(app)
     } else {
-        kernel
+        theme::title(app)
     };
-    let mut spans = vec![
-        Span::styled(" schedlab ", theme::title(app)),
-        Span::styled(preset.to_string(), theme::key(app)),
-        Span::raw(format!("  {kernel}{details}")),
-        Span::styled(
-            state,
-            if app.ui.paused {
-                theme::error(app)
-            } else {
-                theme::title(app)
-            },
+    let mut pieces = vec![
+        piece(" schedlab ", theme::title(app), Some(2)),
+        piece(format!(" {preset}"), theme::key(app), None),
+        piece(format!("  Linux {}", app.kernel), Style::default(), Some(0)),
+        piece(format!("  {} CPUs", app.cpus), Style::default(), Some(3)),
+        piece(
+            format!("  t={:.1}s", app.live.now_s()),
+            Style::default(),
+            Some(4),
         ),
+        piece(
+            format!("  every {} ms", app.ui.interval.as_millis()),
+            Style::default(),
+            Some(1),
+        ),
+        piece(format!("  {state}"), state_style, None),
     ];
-    spans.extend(flags);
+    pieces.extend(flags(app));
+    let width = |p: &[Piece]| p.iter().map(|p| p.text.chars().count()).sum::<usize>();
+    let mut rank = 0u8;
+    while width(&pieces) > area.width as usize && rank <= 4 {
+        pieces.retain(|p| p.drop_rank != Some(rank));
+        rank += 1;
+    }
+    let spans: Vec<Span> = pieces
+        .into_iter()
+        .map(|p| Span::styled(p.text, p.style))
+        .collect();
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// What the header flags after the state.
-fn flags(app: &App) -> Vec<Span<'static>> {
-    let mut spans = Vec::new();
+/// What the header flags after the state: each stays whatever the width.
+fn flags(app: &App) -> Vec<Piece> {
+    let mut pieces = Vec::new();
     if let Some(f) = app.live.store.foreign_now() {
-        spans.push(Span::styled(
+        pieces.push(piece(
             format!("  FOREIGN LOAD {f:.1} CPU"),
             theme::error(app),
+            None,
         ));
     }
     if app.cpus > 0 && app.live.store.cpus_held_by_rt() >= app.cpus {
         // The terminal is a fair-class program: keys and redraws now wait for the
         // windows RT throttling leaves (measured: up to 1.5 s).
-        spans.push(Span::styled("  RT HOLDS ALL CPUS", theme::error(app)));
+        pieces.push(piece("  RT HOLDS ALL CPUS", theme::error(app), None));
     }
     if app.tracing {
-        spans.push(Span::styled("  TRACE", theme::key(app)));
+        pieces.push(piece("  TRACE", theme::key(app), None));
     }
     if let Some(path) = &app.recording {
-        spans.push(Span::styled(format!("  ● REC {path}"), theme::error(app)));
+        // The file's name: its directory is the one schedlab started in.
+        let name = std::path::Path::new(path)
+            .file_name()
+            .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+        pieces.push(piece(format!("  ● REC {name}"), theme::error(app), None));
     }
-    spans
+    pieces
 }

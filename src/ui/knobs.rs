@@ -7,7 +7,32 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::theme;
+use crate::app::keys::Command;
 use crate::app::{App, Panel};
+
+/// Knob rows the panel shows (its title and the hint line take the rest).
+fn visible(area: Rect) -> usize {
+    area.height.saturating_sub(3) as usize
+}
+
+/// The first knob shown: the selection stays on screen.
+fn offset(app: &App, area: Rect) -> usize {
+    if app.ui.panel == Panel::Knobs {
+        app.ui
+            .selected_knob
+            .saturating_sub(visible(area).saturating_sub(1))
+    } else {
+        0
+    }
+}
+
+/// The knob on screen row `y`, for a click.
+pub fn hit(area: Rect, app: &App, y: u16) -> Option<usize> {
+    let row = y.checked_sub(area.y + 1)? as usize;
+    (row < visible(area))
+        .then(|| offset(app, area) + row)
+        .filter(|&i| i < app.knobs.len())
+}
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let focus = app
@@ -16,14 +41,8 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         .map(|p| p.focus.clone())
         .unwrap_or_default();
     let selected_panel = app.ui.panel == Panel::Knobs;
-    let visible = area.height.saturating_sub(3) as usize;
-    let offset = if selected_panel {
-        app.ui
-            .selected_knob
-            .saturating_sub(visible.saturating_sub(1))
-    } else {
-        0
-    };
+    let visible = visible(area);
+    let offset = offset(app, area);
     let mut lines: Vec<Line> = Vec::new();
     for (i, k) in app.knobs.iter().enumerate().skip(offset).take(visible) {
         let star = if focus.contains(&k.name) { "*" } else { " " };
@@ -43,7 +62,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     if selected_panel {
         if let Some(k) = app.knobs.get(app.ui.selected_knob) {
             let why = match (&k.why_not, k.writable) {
-                (_, true) => format!("enter edits: {}", k.allowed),
+                (_, true) => format!("{} edits: {}", app.key_label(Command::Edit), k.allowed),
                 (Some(w), false) => format!("read-only: {w}"),
                 (None, false) => "read-only".into(),
             };
@@ -51,7 +70,10 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         }
     } else {
         lines.push(Line::styled(
-            "tab selects a knob; * = matters for this preset",
+            format!(
+                "{} selects a knob; * = matters for this preset",
+                app.key_label(Command::NextPanel)
+            ),
             theme::dim(app),
         ));
     }

@@ -9,16 +9,22 @@ use ratatui::Frame;
 use super::theme;
 use crate::app::{App, Picker};
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App, p: &Picker) {
-    let shown = p.shown();
+/// Where the picker is on a screen of `area`.
+pub fn picker_box(area: Rect) -> Rect {
     let width = area.width.saturating_sub(4).min(72);
-    let height = area.height.saturating_sub(4).clamp(5, 30);
-    let r = Rect {
+    let height = area.height.saturating_sub(4).clamp(5, 30).min(area.height);
+    Rect {
         x: area.x + (area.width.saturating_sub(width)) / 2,
         y: area.y + (area.height.saturating_sub(height)) / 2,
         width,
         height,
-    };
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App, p: &Picker) {
+    let shown = p.shown();
+    let r = picker_box(area);
+    let height = r.height;
     // Rows inside the box: the filter line takes one, the borders two.
     let room = usize::from(height.saturating_sub(3)).max(1);
     let first = p.selected.saturating_sub(room - 1);

@@ -1,5 +1,6 @@
-//! Popups drawn over the screen: help, a choice, text input, the CPU picker and the
-//! preset picker.
+//! Popups drawn over the screen: help (every command's keys and keys.toml name), the
+//! message log, a choice, text input, the CPU picker and the preset picker. The help and
+//! the log scroll.
 
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -28,8 +29,9 @@ fn boxed<'a>(app: &App, title: &str) -> Block<'a> {
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     match &app.ui.mode {
-        Mode::Normal => {}
-        Mode::Help => render_help(frame, area, app),
+        Mode::Normal | Mode::Filter => {}
+        Mode::Help { scroll } => render_help(frame, area, app, *scroll),
+        Mode::Log { scroll } => render_log(frame, area, app, *scroll),
         Mode::Choice {
             title,
             options,
@@ -49,6 +51,20 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     }
 }
 
+/// Where the open popup is on a screen of `area` (for the mouse).
+pub fn area(area: Rect, app: &App) -> Option<Rect> {
+    Some(match &app.ui.mode {
+        Mode::Normal | Mode::Filter => return None,
+        Mode::Help { .. } => help_box(area, app),
+        Mode::Log { .. } => log_box(area),
+        Mode::Choice { options, .. } => centered(area, 30, options.len() as u16 + 2),
+        Mode::Input { .. } => centered(area, 70, 3),
+        Mode::CpuPicker { .. } => centered(area, 60, 4),
+        Mode::Presets { .. } => presets_box(area, app),
+        Mode::Picker(_) => super::picker::picker_box(area),
+    })
+}
+
 /// The commands the help lists during a replay.
 fn works_in_replay(cmd: Command) -> bool {
     matches!(
@@ -62,57 +78,219 @@ fn works_in_replay(cmd: Command) -> bool {
             | Command::ZoomOut
             | Command::Note
             | Command::NextPanel
+            | Command::StepBack
+            | Command::StepForward
+            | Command::SeekBack
+            | Command::SeekForward
+            | Command::Sort
+            | Command::SortReverse
+            | Command::Filter
+            | Command::Log
+            | Command::ScrollUp
+            | Command::ScrollDown
     )
 }
 
-/// One line per command the screen answers: its keys, then what it does.
-fn help_entries(app: &App) -> Vec<Line<'static>> {
-    Command::ALL
+/// The help's table: a command's keys and keys.toml name, then what it does; the
+/// replay-only commands last in a live run.
+fn help_rows(app: &App) -> Vec<(String, &'static str, &'static str)> {
+    let replay_only = |c: Command| {
+        matches!(
+            c,
+            Command::StepBack | Command::StepForward | Command::SeekBack | Command::SeekForward
+        )
+    };
+    let mut rows: Vec<(Command, String, &str, &str)> = Command::ALL
         .iter()
         .filter(|(c, ..)| !app.replay || works_in_replay(*c))
-        .map(|(cmd, ..)| {
-            let keys = app.keymap.keys_for(*cmd).join(" ");
-            Line::from(vec![
-                Span::styled(format!("{keys:>8} "), theme::key(app)),
-                Span::raw(cmd.help()),
-            ])
+        .map(|(cmd, name, _, help)| {
+            let keys = app.keymap.config_keys_for(*cmd).join(" ");
+            let keys = if keys.is_empty() {
+                "(none)".to_string()
+            } else {
+                keys
+            };
+            (*cmd, keys, *name, *help)
         })
-        .collect()
+        .collect();
+    if !app.replay {
+        rows.sort_by_key(|(c, ..)| replay_only(*c));
+    }
+    rows.into_iter().map(|(_, k, n, h)| (k, n, h)).collect()
 }
 
-fn render_help(frame: &mut Frame, area: Rect, app: &App) {
-    let entries = help_entries(app);
-    let footer = Line::styled(
-        "mouse: click a task to select it; keys can be rebound in ~/.config/schedlab/keys.toml",
-        theme::dim(app),
-    );
-    // Two columns when one does not fit the height.
-    let one_column = entries.len() as u16 + 4 <= area.height;
-    let (width, rows) = if one_column {
-        (78, entries.len())
+/// What the help says below its table: the mouse, and where keys.toml is.
+fn help_footer(app: &App) -> Vec<Line<'static>> {
+    vec![
+        Line::styled(
+            "mouse: click a task to select it, a column heading to sort by it (again: \
+             reverse), a key at the bottom to press it; the wheel scrolls",
+            theme::dim(app),
+        ),
+        Line::from(vec![
+            Span::styled("rebind keys in ", theme::dim(app)),
+            Span::styled(app.keys_path.clone(), theme::key(app)),
+            Span::styled(
+                ": [keys] then NAME = \"KEY\" or [\"KEY\", ...] (a rebound command \
+                 loses its default keys)",
+                theme::dim(app),
+            ),
+        ]),
+    ]
+}
+
+fn help_box(area: Rect, app: &App) -> Rect {
+    let width = area.width.saturating_sub(2).min(96);
+    let inner_w = width.saturating_sub(2);
+    let footer = Paragraph::new(help_footer(app))
+        .wrap(Wrap { trim: true })
+        .line_count(inner_w) as u16;
+    let rows = help_rows(app).len() as u16;
+    // Borders, the heading, the table, a blank line, the footer.
+    centered(area, width, rows + footer + 4)
+}
+
+/// Rows of the help's table that fit, and how many lines its footer takes.
+fn help_fit(area: Rect, app: &App) -> (usize, u16) {
+    let r = help_box(area, app);
+    let footer = Paragraph::new(help_footer(app))
+        .wrap(Wrap { trim: true })
+        .line_count(r.width.saturating_sub(2)) as u16;
+    let body = r.height.saturating_sub(4 + footer);
+    (body as usize, footer)
+}
+
+/// How far the help can scroll at the current size.
+pub fn help_max_scroll(app: &App) -> usize {
+    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+    let (body, _) = help_fit(area, app);
+    help_rows(app).len().saturating_sub(body)
+}
+
+fn render_help(frame: &mut Frame, area: Rect, app: &App, scroll: usize) {
+    let rows = help_rows(app);
+    let r = help_box(area, app);
+    let (body_h, footer_h) = help_fit(area, app);
+    let scroll = scroll.min(rows.len().saturating_sub(body_h));
+    let key_w = rows
+        .iter()
+        .map(|(k, ..)| k.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let name_w = rows.iter().map(|(_, n, _)| n.len()).max().unwrap_or(4);
+    let title = if rows.len() > body_h {
+        format!(
+            "help: keys {}-{} of {} (↑↓ scroll)",
+            scroll + 1,
+            (scroll + body_h).min(rows.len()),
+            rows.len()
+        )
     } else {
-        (area.width.saturating_sub(2), entries.len().div_ceil(2))
+        "help".to_string()
     };
-    let r = centered(area, width, rows as u16 + 4);
     frame.render_widget(Clear, r);
-    let block = boxed(app, "help");
+    let block = boxed(app, &title);
     let inner = block.inner(r);
     frame.render_widget(block, r);
-    let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
-    if one_column {
-        frame.render_widget(Paragraph::new(entries), body);
-    } else {
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(body);
-        let mut left_lines = entries;
-        let right_lines = left_lines.split_off(rows);
-        frame.render_widget(Paragraph::new(left_lines), left);
-        frame.render_widget(Paragraph::new(right_lines), right);
-    }
+    let [head, body, _, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(body_h as u16),
+        Constraint::Length(1),
+        Constraint::Length(footer_h),
+    ])
+    .areas(inner);
     frame.render_widget(
-        Paragraph::new(vec![Line::raw(""), footer]).wrap(Wrap { trim: true }),
+        Paragraph::new(Line::styled(
+            format!("{:<key_w$}  {:<name_w$}  DOES", "KEYS", "NAME"),
+            theme::title(app),
+        )),
+        head,
+    );
+    let lines: Vec<Line> = rows
+        .iter()
+        .skip(scroll)
+        .take(body_h)
+        .map(|(keys, name, help)| {
+            Line::from(vec![
+                Span::styled(format!("{keys:<key_w$}  "), theme::key(app)),
+                Span::raw(format!("{name:<name_w$}  ")),
+                Span::raw(*help),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), body);
+    frame.render_widget(
+        Paragraph::new(help_footer(app)).wrap(Wrap { trim: true }),
         foot,
+    );
+}
+
+fn log_box(area: Rect) -> Rect {
+    centered(
+        area,
+        area.width.saturating_sub(4),
+        area.height.saturating_sub(4),
+    )
+}
+
+fn log_lines(app: &App) -> Paragraph<'static> {
+    let lines: Vec<Line> = if app.ui.log.is_empty() {
+        vec![Line::styled("nothing yet", theme::dim(app))]
+    } else {
+        app.ui
+            .log
+            .iter()
+            .map(|e| {
+                let style = if e.error {
+                    theme::error(app)
+                } else {
+                    ratatui::style::Style::default()
+                };
+                Line::from(vec![
+                    Span::styled(format!("t={:>7.1}s  ", e.t_s), theme::dim(app)),
+                    Span::styled(e.text.clone(), style),
+                ])
+            })
+            .collect()
+    };
+    Paragraph::new(lines).wrap(Wrap { trim: false })
+}
+
+/// How far the log can scroll at the current size (its end is the latest message).
+pub fn log_max_scroll(app: &App) -> usize {
+    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+    let inner = log_box(area);
+    log_lines(app)
+        .line_count(inner.width.saturating_sub(2))
+        .saturating_sub(inner.height.saturating_sub(2) as usize)
+}
+
+fn render_log(frame: &mut Frame, area: Rect, app: &App, scroll: usize) {
+    let r = log_box(area);
+    let max = log_lines(app)
+        .line_count(r.width.saturating_sub(2))
+        .saturating_sub(r.height.saturating_sub(2) as usize);
+    let scroll = scroll.min(max);
+    let where_ = if max == 0 {
+        String::new()
+    } else if scroll == max {
+        " (latest at the bottom; ↑ pgup scroll back)".to_string()
+    } else {
+        format!(" ({} lines below)", max - scroll)
+    };
+    let errors = app.ui.log.iter().filter(|e| e.error).count();
+    let title = format!(
+        "messages: {} ({errors} error{}), t on the run's clock{where_}",
+        app.ui.log.len(),
+        if errors == 1 { "" } else { "s" }
+    );
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        log_lines(app)
+            .block(boxed(app, &title))
+            .scroll((scroll.min(u16::MAX as usize) as u16, 0)),
+        r,
     );
 }
 
@@ -185,6 +363,14 @@ fn render_cpu_picker(
     );
 }
 
+fn presets_box(area: Rect, app: &App) -> Rect {
+    centered(
+        area,
+        area.width.saturating_sub(4),
+        app.presets.len() as u16 + 2,
+    )
+}
+
 fn render_presets(frame: &mut Frame, area: Rect, app: &App, selected: usize) {
     let lines: Vec<Line> = app
         .presets
@@ -199,11 +385,7 @@ fn render_presets(frame: &mut Frame, area: Rect, app: &App, selected: usize) {
             }
         })
         .collect();
-    let r = centered(
-        area,
-        area.width.saturating_sub(4),
-        app.presets.len() as u16 + 2,
-    );
+    let r = presets_box(area, app);
     frame.render_widget(Clear, r);
     frame.render_widget(
         Paragraph::new(lines).block(boxed(app, "switch preset (restarts the workload)")),

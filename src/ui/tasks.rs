@@ -1,13 +1,35 @@
-//! The task table: what the kernel reports for every task, and its rates now.
+//! The task table: what the kernel reports for every task, and its rates now. Columns
+//! are as wide as their widest value; the ones that do not fit are dropped whole, least
+//! useful first, and the title says how many (a number is never cut).
 
 use ratatui::layout::{Constraint, Rect};
-use ratatui::widgets::{Block, Borders, Row, Table};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
 use super::theme;
-use crate::app::{App, Panel, TaskInfo};
+use crate::app::{App, Column, Panel};
 use crate::report::{rate, si};
 use crate::sampler::parse::policy_name;
+
+/// Columns in the order they stay when the terminal is narrow.
+const PRIORITY: [Column; 12] = [
+    Column::Task,
+    Column::Cpu,
+    Column::Policy,
+    Column::Nice,
+    Column::Ideal,
+    Column::Wait,
+    Column::Progress,
+    Column::Switches,
+    Column::Cpus,
+    Column::PidTid,
+    Column::Migrations,
+    Column::Now,
+];
+
+/// Space between columns.
+const GAP: u16 = 1;
 
 /// First visible row so the selection stays on screen.
 pub fn scroll_offset(selected: usize, visible: usize) -> usize {
@@ -30,50 +52,32 @@ fn pct(v: f64) -> String {
     format!("{:.1}", v * 100.0)
 }
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let visible = area.height.saturating_sub(2) as usize;
-    let offset = scroll_offset(app.ui.selected_task, visible);
-    let rows: Vec<Row> = app
-        .live
-        .tasks
+/// Text columns read from the left, numbers from the right.
+fn numeric(c: Column) -> bool {
+    !matches!(c, Column::Task | Column::Policy | Column::Cpus)
+}
+
+/// The table's rows as text: one per task of the view, every column of the preset.
+struct Cells {
+    columns: Vec<Column>,
+    rows: Vec<(usize, Vec<String>)>,
+}
+
+fn cells(app: &App, view: &[usize]) -> Cells {
+    let columns = app.columns();
+    let rows = view
         .iter()
-        .enumerate()
-        .skip(offset)
-        .take(visible)
-        .map(|(i, t)| task_row(app, i, t))
+        .map(|&i| (i, columns.iter().map(|&c| cell(app, c, i)).collect()))
         .collect();
-    let table = Table::new(rows, column_widths(app))
-        .header(header_row(app))
-        .column_spacing(1)
-        .block(
-            Block::default()
-                .borders(Borders::TOP)
-                .title(format!(" Tasks{} ", shown_range(app, offset, visible)))
-                .title_style(theme::title(app)),
-        );
-    frame.render_widget(table, area);
+    Cells { columns, rows }
 }
 
-fn header_row(app: &App) -> Row<'static> {
-    Row::new([
-        "TASK",
-        "PID/TID",
-        "POLICY",
-        "NICE",
-        "CPUS",
-        "NOW",
-        "CPU%",
-        "WAIT%",
-        "VOL/INV /s",
-        "MIG/s",
-        "PROGRESS",
-    ])
-    .style(theme::title(app))
-}
-
-/// Task `i`: what the kernel reported last and its latest rates; "-" where a rate is not
-/// known yet, "?" where the kernel did not say.
-fn task_row(app: &App, i: usize, t: &TaskInfo) -> Row<'static> {
+/// Task `i` in column `c`: what the kernel reported last and its latest rates; "-"
+/// where a rate is not known yet, "?" where the kernel did not say.
+fn cell(app: &App, c: Column, i: usize) -> String {
+    let Some(t) = app.live.tasks.get(i) else {
+        return String::new();
+    };
     let s = app.live.store.latest.get(i);
     let r = app
         .live
@@ -82,75 +86,218 @@ fn task_row(app: &App, i: usize, t: &TaskInfo) -> Row<'static> {
         .get(i)
         .and_then(|series| series.points.back().copied())
         .unwrap_or_default();
-    let exited = app.live.store.tasks.get(i).is_some_and(|s| s.exited);
-    let policy = s.and_then(|s| s.policy()).map_or("?", policy_name);
-    let prio = s.and_then(|s| s.rt_priority()).unwrap_or(0);
-    let policy = if prio > 0 {
-        format!("{policy}/{prio}")
-    } else {
-        policy.to_string()
-    };
-    let row = Row::new(vec![
-        if exited {
-            format!("{} ✗", t.name)
-        } else {
-            t.name.clone()
-        },
-        format!("{}/{}", t.pid, t.tid),
-        policy,
-        s.and_then(|s| s.nice())
+    match c {
+        Column::Task => {
+            if app.live.store.tasks.get(i).is_some_and(|s| s.exited) {
+                format!("{} ✗", t.name)
+            } else {
+                t.name.clone()
+            }
+        }
+        Column::PidTid => format!("{}/{}", t.pid, t.tid),
+        Column::Policy => {
+            let policy = s.and_then(|s| s.policy()).map_or("?", policy_name);
+            match s.and_then(|s| s.rt_priority()).unwrap_or(0) {
+                0 => policy.to_string(),
+                prio => format!("{policy}/{prio}"),
+            }
+        }
+        Column::Nice => s
+            .and_then(|s| s.nice())
             .map_or("?".into(), |n| n.to_string()),
-        s.and_then(|s| s.cpus_allowed)
+        Column::Cpus => s
+            .and_then(|s| s.cpus_allowed)
             .map_or("?".into(), |c| c.to_list()),
-        r.cpu.map_or("-".into(), |c| c.to_string()),
-        pct(r.cpu_share),
-        r.wait_share.map_or("-".into(), pct),
-        format!("{}/{}", si(r.voluntary_per_s), si(r.involuntary_per_s)),
-        r.migrations_per_s.map_or("-".into(), si),
-        rate(r.progress_per_s, short_unit(&t.progress_unit)),
-    ]);
-    if i == app.ui.selected_task && app.ui.panel == Panel::Tasks {
-        row.style(theme::selected(app))
-    } else {
-        row
+        Column::Now => r.cpu.map_or("-".into(), |c| c.to_string()),
+        Column::Cpu => pct(r.cpu_share),
+        Column::Ideal => app
+            .live
+            .ideal
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or("-".into(), pct),
+        Column::Wait => r.wait_share.map_or("-".into(), pct),
+        Column::Switches => format!("{}/{}", si(r.voluntary_per_s), si(r.involuntary_per_s)),
+        Column::Migrations => r.migrations_per_s.map_or("-".into(), si),
+        Column::Progress => rate(r.progress_per_s, short_unit(&t.progress_unit)),
     }
 }
 
-/// The name column fits the longest name; PROGRESS takes what is left.
-fn column_widths(app: &App) -> [Constraint; 11] {
-    let name_w = app
-        .live
-        .tasks
+/// A cell's text, for the tests that check the screen cut no value.
+#[cfg(test)]
+pub fn tests_cell(app: &App, c: Column, i: usize) -> String {
+    cell(app, c, i)
+}
+
+/// A column's heading, with the sort direction when the table is sorted by it.
+fn heading(app: &App, c: Column) -> String {
+    match app.ui.sort {
+        Some(s) if s.column == c => {
+            format!("{}{}", c.header(), if s.descending() { "▼" } else { "▲" })
+        }
+        _ => c.header().to_string(),
+    }
+}
+
+/// The columns that fit in `width` (in table order, with their widths), how many did
+/// not, and the space between columns (more where the terminal is wide).
+pub struct Fit {
+    pub columns: Vec<(Column, u16)>,
+    pub hidden: usize,
+    pub gap: u16,
+}
+
+fn fit(app: &App, cells: &Cells, width: u16) -> Fit {
+    let natural = |k: usize, c: Column| {
+        cells
+            .rows
+            .iter()
+            .map(|(_, r)| r[k].chars().count())
+            .chain([heading(app, c).chars().count()])
+            .max()
+            .unwrap_or(0) as u16
+    };
+    let mut chosen: Vec<(usize, Column, u16)> = Vec::new();
+    let mut used = 0u16;
+    for c in PRIORITY {
+        let Some(k) = cells.columns.iter().position(|x| *x == c) else {
+            continue;
+        };
+        let w = natural(k, c);
+        let need = if chosen.is_empty() { w } else { w + GAP };
+        if used + need > width {
+            // By priority: what is less useful than a column that did not fit goes too.
+            break;
+        }
+        used += need;
+        chosen.push((k, c, w));
+    }
+    chosen.sort_by_key(|(k, ..)| *k);
+    let sum: u16 = chosen.iter().map(|(.., w)| *w).sum();
+    let gaps = chosen.len().saturating_sub(1) as u16;
+    let gap = (GAP..=3)
+        .rev()
+        .find(|g| sum + gaps * g <= width)
+        .unwrap_or(GAP);
+    Fit {
+        hidden: cells.columns.len() - chosen.len(),
+        columns: chosen.into_iter().map(|(_, c, w)| (c, w)).collect(),
+        gap,
+    }
+}
+
+/// Rows of tasks the table area shows.
+pub fn visible_rows(area: Rect) -> usize {
+    area.height.saturating_sub(2) as usize
+}
+
+/// The table's order, the first row shown, and the tasks shown.
+fn shown(app: &App, area: Rect) -> (Vec<usize>, usize, Vec<usize>) {
+    let view = app.task_view();
+    let visible = visible_rows(area);
+    let offset = scroll_offset(app.selected_row(&view).unwrap_or(0), visible);
+    let rows = view.iter().skip(offset).take(visible).copied().collect();
+    (view, offset, rows)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    // Columns are as wide as the rows on screen need: formatting every task's cells
+    // each frame was a good part of the UI's CPU with 64 tasks.
+    let (view, offset, on_screen) = shown(app, area);
+    let cells = cells(app, &on_screen);
+    let fit = fit(app, &cells, area.width);
+    let visible = visible_rows(area);
+    let index = |c: Column| cells.columns.iter().position(|x| *x == c).unwrap_or(0);
+    let align = |c: Column, text: String| {
+        let line = Line::from(text);
+        Cell::from(if numeric(c) {
+            line.right_aligned()
+        } else {
+            line
+        })
+    };
+    let rows: Vec<Row> = cells
+        .rows
         .iter()
-        .map(|t| t.name.chars().count() + 2)
-        .max()
-        .unwrap_or(6)
-        .max(6) as u16;
-    [
-        Constraint::Length(name_w),
-        Constraint::Length(11),
-        Constraint::Length(8),
-        Constraint::Length(4),
-        Constraint::Length(5),
-        Constraint::Length(3),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(11),
-        Constraint::Length(5),
-        Constraint::Min(12),
-    ]
+        .map(|(i, texts)| {
+            let row = Row::new(
+                fit.columns
+                    .iter()
+                    .map(|(c, _)| align(*c, texts[index(*c)].clone())),
+            );
+            if *i == app.ui.selected_task && app.ui.panel == Panel::Tasks {
+                row.style(theme::selected(app))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let header = Row::new(fit.columns.iter().map(|(c, _)| align(*c, heading(app, *c))))
+        .style(theme::title(app));
+    let widths: Vec<Constraint> = fit
+        .columns
+        .iter()
+        .map(|(_, w)| Constraint::Length(*w))
+        .collect();
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(fit.gap)
+        .block(
+            Block::default()
+                .borders(Borders::TOP)
+                .title(title(app, view.len(), offset, visible, fit.hidden))
+                .title_style(theme::title(app)),
+        );
+    frame.render_widget(table, area);
 }
 
-/// " (3-8 of 12)" when not every task fits, else nothing.
-fn shown_range(app: &App, offset: usize, visible: usize) -> String {
-    if app.live.tasks.len() > visible {
+/// " Tasks 3-8 of 12 | filter "busy" | +3 cols hidden ": what the table leaves out.
+fn title(app: &App, shown: usize, offset: usize, visible: usize, hidden: usize) -> String {
+    let total = app.live.tasks.len();
+    let mut parts = vec![if shown > visible {
         format!(
-            " ({}-{} of {})",
+            "Tasks {}-{} of {shown}",
             offset + 1,
-            (offset + visible).min(app.live.tasks.len()),
-            app.live.tasks.len()
+            (offset + visible).min(shown)
         )
+    } else if shown < total {
+        format!("Tasks: {shown}")
     } else {
-        String::new()
+        "Tasks".to_string()
+    }];
+    if !app.ui.filter.is_empty() {
+        parts.push(format!("filter \"{}\" ({shown} of {total})", app.ui.filter));
     }
+    if hidden > 0 {
+        parts.push(format!(
+            "+{hidden} col{} hidden",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
+    format!(" {} ", parts.join(" | "))
+}
+
+/// What a click at (x, y) in the table area hits: a column heading or a task's row.
+pub fn hit(area: Rect, app: &App, x: u16, y: u16) -> Option<super::Hit> {
+    let (_, _, on_screen) = shown(app, area);
+    if y == area.y + 1 {
+        let cells = cells(app, &on_screen);
+        let fit = fit(app, &cells, area.width);
+        let mut left = area.x;
+        for (c, w) in fit.columns {
+            if x >= left && x < left + w + fit.gap {
+                return Some(super::Hit::Column(c));
+            }
+            left += w + fit.gap;
+        }
+        return None;
+    }
+    let first = area.y + 2;
+    if y < first || y >= area.y + area.height {
+        return None;
+    }
+    on_screen
+        .get((y - first) as usize)
+        .map(|&i| super::Hit::Task(i))
 }

@@ -4,10 +4,15 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
+use super::Hit;
 use crate::app::tests::running_app;
-use crate::app::{Action, App, Mode, Panel};
+use crate::app::{Action, App, Column, Mode, Panel};
 
-fn draw(width: u16, height: u16, f: impl FnOnce(&mut ratatui::Frame, Rect)) -> TestBackend {
+pub(crate) fn draw(
+    width: u16,
+    height: u16,
+    f: impl FnOnce(&mut ratatui::Frame, Rect),
+) -> TestBackend {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
     terminal.draw(|frame| f(frame, frame.area())).expect("draw");
     terminal.backend().clone()
@@ -120,7 +125,7 @@ fn policy_popup_of_fair(base: &App) -> App {
 fn popups() {
     let base = app_with_change();
     let modes = [
-        ("help", Mode::Help),
+        ("help", Mode::Help { scroll: 0 }),
         ("input", Mode::input("fair.slice", "fair.slice=", "3ms")),
         (
             "cpus",
@@ -148,14 +153,12 @@ fn popups() {
 fn task_rows_map_to_clicks() {
     let app = app_with_change();
     let r = super::layout(Rect::new(0, 0, 80, 24), &app);
-    assert_eq!(super::task_at(&r, &app, r.tasks.y + 2), Some(0));
-    assert_eq!(super::task_at(&r, &app, r.tasks.y + 3), Some(1));
-    assert_eq!(super::task_at(&r, &app, r.tasks.y), None, "the title row");
-    assert_eq!(
-        super::task_at(&r, &app, r.tasks.y + 4),
-        None,
-        "below the last task"
-    );
+    let at = |y| super::hit(&app, 3, y);
+    assert_eq!(at(r.tasks.y + 2), Hit::Task(0));
+    assert_eq!(at(r.tasks.y + 3), Hit::Task(1));
+    assert_eq!(at(r.tasks.y), Hit::Nothing, "the title row");
+    assert_eq!(at(r.tasks.y + 1), Hit::Column(Column::Task), "the headings");
+    assert_eq!(at(r.tasks.y + 4), Hit::Nothing, "below the last task");
 }
 
 #[test]
@@ -287,9 +290,266 @@ fn the_trace_leaves_the_screen_once_off_and_out_of_the_window() {
 fn task_rows_map_to_clicks_while_tracing() {
     let app = app_tracing();
     for (w, h) in [(80, 24), (160, 48)] {
+        let mut app = app.clone();
+        app.ui.size = (w, h);
         let r = super::layout(Rect::new(0, 0, w, h), &app);
-        assert_eq!(super::task_at(&r, &app, r.tasks.y + 2), Some(0));
-        assert_eq!(super::task_at(&r, &app, r.tasks.y + 3), Some(1));
+        assert_eq!(super::hit(&app, 3, r.tasks.y + 2), Hit::Task(0));
+        assert_eq!(super::hit(&app, 3, r.tasks.y + 3), Hit::Task(1));
         assert!(r.preempt.is_some());
+    }
+}
+
+/// The screen's text, one string per row.
+fn rows(backend: &TestBackend) -> Vec<String> {
+    let b = backend.buffer();
+    (0..b.area.height)
+        .map(|y| {
+            (0..b.area.width)
+                .map(|x| b[(x, y)].symbol().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The two sizes every screen fix is checked at.
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
+
+#[test]
+fn a_ladder_at_80x24_and_200x50_drops_whole_columns_and_cuts_no_number() {
+    for (w, h) in SIZES {
+        let mut app = crate::app::tests::ladder_app(21);
+        app.update(Action::Resize(w, h));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        let screen = rows(&backend);
+        insta::assert_snapshot!(format!("ladder_{w}x{h}"), backend);
+        // Every word of a task row is a whole value of that task (or of the heading).
+        let view = app.task_view();
+        for line in screen.iter().filter(|l| l.starts_with("busy-")) {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            let i = view
+                .iter()
+                .copied()
+                .find(|&i| app.live.tasks[i].name == name)
+                .expect("a task");
+            let values: Vec<String> = app
+                .columns()
+                .into_iter()
+                .map(|c| super::tasks::tests_cell(&app, c, i))
+                .collect();
+            let joined = values.join(" ");
+            for word in line.split_whitespace() {
+                assert!(
+                    joined.split_whitespace().any(|v| v == word),
+                    "{word:?} is not a whole value of {name}: {line}"
+                );
+            }
+        }
+        let title = &screen[1];
+        if w == 80 {
+            assert!(title.contains("cols hidden"), "{title}");
+        } else {
+            assert!(!title.contains("hidden"), "{title}");
+            assert!(screen[2].contains("IDEAL%") && screen[2].contains("PID/TID"));
+        }
+        // The header keeps its state whole; the footer keeps quit and help.
+        assert!(screen[0].contains("  LIVE"), "{}", screen[0]);
+        let footer = &screen[(h - 1) as usize];
+        assert!(
+            footer.contains("q quit") && footer.contains("? help"),
+            "{footer}"
+        );
+    }
+}
+
+#[test]
+fn a_narrow_header_leaves_out_whole_pieces_never_the_state_or_a_warning() {
+    let mut app = crate::app::tests::ladder_app(21);
+    app.tracing = true;
+    app.recording = Some("/tmp/records/schedlab-1767300000.jsonl".into());
+    for w in [80, 200] {
+        let backend = draw(w, 1, |f, a| super::header::render(f, a, &app));
+        let line = rows(&backend).remove(0);
+        insta::assert_snapshot!(format!("header_flags_{w}"), backend);
+        for whole in [
+            "LIVE",
+            "FOREIGN LOAD",
+            "TRACE",
+            "REC schedlab-1767300000.jsonl",
+        ] {
+            assert!(line.contains(whole), "{whole}: {line}");
+        }
+    }
+}
+
+#[test]
+fn graphs_tick_the_middle_fix_shares_at_100_and_name_every_series() {
+    for (w, h) in SIZES {
+        let app = crate::app::tests::ladder_app(21);
+        let backend = draw(w, h - 12, |f, a| super::graphs::render(f, a, &app));
+        let screen = rows(&backend).join("\n");
+        insta::assert_snapshot!(format!("ladder_graphs_{w}x{h}"), backend);
+        for label in ["100%", "50%", "0%", "6s", "12s"] {
+            assert!(screen.contains(label), "{label}: {screen}");
+        }
+        for k in 0..6 {
+            // The busiest six: busy-0..busy-5, each in the legend.
+            assert!(screen.contains(&format!("━ busy-{k}")), "busy-{k}");
+        }
+        assert!(screen.contains("busy fairness error"), "{screen}");
+        assert!(!screen.contains("110%"));
+    }
+}
+
+#[test]
+fn without_colour_the_legend_shows_each_lines_glyph_and_marks_have_their_own() {
+    for (w, h) in SIZES {
+        let mut app = crate::app::tests::ladder_app(21);
+        app.no_color = true;
+        app.update(Action::KnobResult {
+            setting: "busy-3.nice=5".into(),
+            result: Ok("applied to busy-3".into()),
+        });
+        app.update(Action::Batch(Box::new(crate::app::tests::ladder_batch(
+            21, 13,
+        ))));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        let screen = rows(&backend).join("\n");
+        insta::assert_snapshot!(format!("no_color_{w}x{h}"), backend);
+        for n in 0..6 {
+            let glyph = super::theme::legend_glyph(&app, n);
+            assert!(screen.contains(&format!("{glyph} busy-{n}")), "{glyph}");
+            assert_ne!(glyph, super::theme::MARK_GLYPH.to_string());
+            assert_eq!(
+                super::theme::marker(&app, n),
+                ratatui::symbols::Marker::Custom(glyph.chars().next().unwrap_or(' '))
+            );
+        }
+        assert!(screen.contains("┊12.0s busy-3.nice -> 5"), "{screen}");
+    }
+}
+
+#[test]
+fn help_names_every_command_for_keys_toml_scrolls_and_shows_the_whole_path() {
+    let km = crate::app::keys::KeyMap::from_toml("[keys]\npolicy = \"F2\"\n").expect("parses");
+    for (w, h) in SIZES {
+        let mut app = app_with_change();
+        app.keymap = km.clone();
+        app.update(Action::Resize(w, h));
+        app.update(Action::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::F(1),
+        )));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("help_{w}x{h}"), backend);
+        let screen = rows(&backend).join("\n");
+        assert!(screen.contains("/home/you/.config/schedlab/keys.toml"));
+        assert!(screen.contains("F2        policy"), "{screen}");
+        // Scrolled to its end, the last commands show.
+        for _ in 0..10 {
+            app.update(Action::Key(crossterm::event::KeyEvent::from(
+                crossterm::event::KeyCode::PageDown,
+            )));
+        }
+        let screen = rows(&draw(w, h, |f, _| super::render(f, &app))).join("\n");
+        assert!(screen.contains("seek_forward"), "{screen}");
+        assert!(screen.contains("scroll_down") && screen.contains("log"));
+    }
+}
+
+#[test]
+fn n_shows_the_whole_note_reflowed_at_any_width_and_it_scrolls() {
+    for (w, h) in SIZES {
+        let mut app = crate::app::tests::ladder_app(21);
+        app.update(Action::Resize(w, h));
+        app.update(Action::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char('n'),
+        )));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("note_{w}x{h}"), backend);
+        let screen = rows(&backend).join("\n");
+        assert!(screen.contains("What the kernel does"), "{screen}");
+        assert!(
+            !screen.contains("CPU share %"),
+            "the note replaced the graphs"
+        );
+        if w == 80 {
+            // Short of rows: the end of the note is a scroll away.
+            assert!(!screen.contains("long it runs."));
+            for _ in 0..20 {
+                app.update(Action::Key(crossterm::event::KeyEvent::from(
+                    crossterm::event::KeyCode::PageDown,
+                )));
+            }
+            let backend = draw(w, h, |f, _| super::render(f, &app));
+            insta::assert_snapshot!("note_80x24_scrolled", backend);
+            assert!(rows(&backend).join("\n").contains("long it runs."));
+        }
+    }
+}
+
+#[test]
+fn a_long_refusal_takes_two_lines_and_the_log_has_all_of_it() {
+    let why = "fair.policy=deadline: setting policy deadline failed: EBUSY (Device or resource busy): deadline admission control refused it: the runtime/period of every deadline task on these CPUs must fit in what sched_rt_runtime_us/sched_rt_period_us leaves; lower busy.runtime or raise the period";
+    for (w, h) in SIZES {
+        let mut app = app_with_change();
+        app.update(Action::Resize(w, h));
+        app.update(Action::KnobResult {
+            setting: "fair.policy=deadline".into(),
+            result: Err(crate::error::KnobError::refused(why)),
+        });
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("long_error_{w}x{h}"), backend);
+        let screen = rows(&backend);
+        let status = screen[(h - 3) as usize..(h - 1) as usize].join(" ");
+        assert!(
+            status.contains("fair.policy=deadline: setting policy"),
+            "{status}"
+        );
+        assert_eq!(status.matches("fair.policy=deadline").count(), 1, "once");
+        if w == 80 {
+            assert!(status.contains("... (l log)"), "{status}");
+        }
+        app.update(Action::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char('l'),
+        )));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("log_{w}x{h}"), backend);
+        let screen = rows(&backend).join(" ");
+        assert!(screen.contains("t=    7.0s"), "{screen}");
+        assert!(screen.contains("rt-throttle running"));
+    }
+}
+
+#[test]
+fn a_sorted_filtered_table_says_so() {
+    for (w, h) in SIZES {
+        let mut app = crate::app::tests::ladder_app(21);
+        app.update(Action::Resize(w, h));
+        app.ui.sort = Some(crate::app::Sort {
+            column: Column::Nice,
+            reverse: true,
+        });
+        app.update(Action::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char('/'),
+        )));
+        for c in "busy-1".chars() {
+            app.update(Action::Key(crossterm::event::KeyEvent::from(
+                crossterm::event::KeyCode::Char(c),
+            )));
+        }
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("sorted_filtered_{w}x{h}"), backend);
+        let screen = rows(&backend);
+        assert!(
+            screen[1].contains("filter \"busy-1\" (11 of 21)"),
+            "{}",
+            screen[1]
+        );
+        assert!(screen[2].contains("NICE▼"), "{}", screen[2]);
+        assert!(
+            screen[3].starts_with("busy-19"),
+            "nice 19 first: {}",
+            screen[3]
+        );
+        assert!(screen[(h - 2) as usize].starts_with("filter tasks by name: busy-1"));
     }
 }

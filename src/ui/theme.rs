@@ -1,4 +1,5 @@
-//! Colours, or none: NO_COLOR turns every colour off and leaves bold/reverse.
+//! Colours, or none: NO_COLOR turns every colour off and leaves bold/reverse, and the
+//! graphs' lines then differ by glyph (the legend shows each one).
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -15,12 +16,12 @@ const SERIES: [Color; 8] = [
     Color::LightYellow,
     Color::White,
 ];
-const MARKERS: [Marker; 4] = [
-    Marker::Braille,
-    Marker::Dot,
-    Marker::Block,
-    Marker::HalfBlock,
-];
+
+/// Without colour, each line of a chart is drawn with its own character.
+const GLYPHS: [char; 8] = ['•', '+', 'x', 'o', '*', '#', '=', '~'];
+
+/// Knob changes on the graphs and in the line naming them: unlike any line's glyph.
+pub const MARK_GLYPH: char = '┊';
 
 fn colored(app: &App, color: Color) -> Style {
     if app.no_color {
@@ -35,13 +36,27 @@ pub fn series(app: &App, n: usize) -> Style {
     colored(app, SERIES[n % SERIES.len()])
 }
 
-/// Marker of the n-th series: without colour, shapes tell the lines apart.
+/// Marker of the n-th series: Braille (fine) in colour, else its own glyph.
 pub fn marker(app: &App, n: usize) -> Marker {
     if app.no_color {
-        MARKERS[n % MARKERS.len()]
+        Marker::Custom(GLYPHS[n % GLYPHS.len()])
     } else {
         Marker::Braille
     }
+}
+
+/// What the legend shows for the n-th series: a line in its colour, or its glyph.
+pub fn legend_glyph(app: &App, n: usize) -> String {
+    if app.no_color {
+        GLYPHS[n % GLYPHS.len()].to_string()
+    } else {
+        "━".to_string()
+    }
+}
+
+/// How knob changes are drawn on a chart.
+pub fn mark_marker() -> Marker {
+    Marker::Custom(MARK_GLYPH)
 }
 
 /// Knob-change marks on the time axis.
