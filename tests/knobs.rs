@@ -929,7 +929,11 @@ fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("term");
-    assert!(first.wait().expect("wait").success());
+    assert_eq!(
+        first.wait().expect("wait").code(),
+        Some(143),
+        "128 + SIGTERM, after restoring"
+    );
     assert_eq!(read(RT_RUNTIME), "950000");
 }
 
