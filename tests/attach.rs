@@ -37,17 +37,12 @@ impl Drop for Foreign {
 }
 
 /// nice (field 19) and policy (field 41) of a task, from /proc/PID/stat.
-fn nice_and_policy(pid: i32) -> (i32, u32) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let after: Vec<&str> = stat[stat.rfind(')').expect(")") + 2..].split(' ').collect();
-    // Fields after the comm start at 3 (state): field N is after[N - 3].
-    (
-        after[19 - 3].parse().expect("nice"),
-        after[41 - 3].parse().expect("policy"),
-    )
+fn nice_and_policy(pid: i32) -> (i64, i64) {
+    let field = |n| common::stat_field(pid, n).expect("stat field");
+    (field(19), field(41))
 }
 
-const SCHED_BATCH: u32 = 3;
+const SCHED_BATCH: i64 = 3;
 
 #[test]
 fn a_knob_turned_on_an_attached_process_reaches_it_and_is_put_back_at_exit() {

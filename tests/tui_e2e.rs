@@ -735,13 +735,8 @@ fn no_color_in_the_environment_turns_every_colour_off() {
 }
 
 /// nice of a task, field 19 of /proc/PID/stat.
-fn nice_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 2..]
-        .split(' ')
-        .nth(19 - 3)?
-        .parse()
-        .ok()
+fn nice_of(pid: i32) -> Option<i64> {
+    common::stat_field(pid, 19)
 }
 
 #[test]

@@ -21,14 +21,13 @@ pub struct Found {
 
 /// A task's start time and comm from `/proc/PID/task/TID/stat`, None once it is gone.
 pub fn identity(pid: i32, tid: i32) -> Option<(u64, String)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // comm may hold spaces and parentheses: it ends at the last ')'.
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    // After ") " come state (field 3) ... starttime is field 22, the 20th after comm.
-    let start_time = text.get(close + 2..)?.split(' ').nth(19)?.parse().ok()?;
-    Some((start_time, comm))
+    let stat = procfs::process::Process::new(pid)
+        .ok()?
+        .task_from_tid(tid)
+        .ok()?
+        .stat()
+        .ok()?;
+    Some((stat.starttime, stat.comm))
 }
 
 /// The slice a task has when nobody set one: the kernel reports its default slice

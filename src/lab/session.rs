@@ -13,6 +13,7 @@ use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
 use crate::preset::{adhoc, Preset, MAX_COUNT};
+use crate::workload::attach::ForeignTask;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::spec::{Program, TaskSpec};
 use crate::workload::{RunningTask, Workload};
@@ -219,18 +220,31 @@ impl Session {
             .collect();
         let room = MAX_COUNT.saturating_sub(self.workload.tasks.len());
         let left_out = fresh.len().saturating_sub(room);
+        if fresh.is_empty() {
+            return (Vec::new(), left_out);
+        }
+        let before = self.preset.groups.len();
+        let names: Vec<(String, ForeignTask)> = fresh
+            .into_iter()
+            .take(room)
+            .map(|(settings, t)| (adhoc::join(&mut self.preset, &t, &settings), t))
+            .collect();
+        // One expansion for the whole batch; each joined group is a task of its own,
+        // expanded after the others, so its spec sits at its task's index.
+        let specs = match self.preset.tasks(&self.online) {
+            Ok(specs) => specs,
+            Err(_) => {
+                self.preset.groups.truncate(before);
+                return (Vec::new(), left_out + names.len());
+            }
+        };
+        self.specs = specs;
         let mut joined = Vec::new();
-        for (settings, t) in fresh.into_iter().take(room) {
-            let name = adhoc::join(&mut self.preset, &t, &settings);
-            let slot = self.specs.len();
-            let Ok(specs) = self.preset.tasks(&self.online) else {
-                self.preset.groups.pop();
-                continue;
-            };
-            self.specs = specs;
+        for (name, t) in names {
+            let slot = self.workload.tasks.len();
             let task = RunningTask {
+                group: name.clone(),
                 name,
-                group: self.specs[slot].group.clone(),
                 pid: t.pid,
                 tid: t.tid,
                 slot,

@@ -51,21 +51,14 @@ struct Proc {
 }
 
 /// PF_KTHREAD in /proc/PID/stat's flags (include/linux/sched.h).
-const PF_KTHREAD: u64 = 0x0020_0000;
+const PF_KTHREAD: u32 = 0x0020_0000;
 
 fn read_proc(pid: i32) -> Option<Proc> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    // After ") ": state ppid pgrp session tty_nr tpgid flags ...
-    let mut rest = text.get(close + 2..)?.split(' ');
-    let ppid = rest.nth(1)?.parse().ok()?;
-    let flags: u64 = rest.nth(4)?.parse().ok()?;
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
     Some(Proc {
-        ppid,
-        comm,
-        kernel: flags & PF_KTHREAD != 0 || pid == 2 || ppid == 2,
+        ppid: stat.ppid,
+        kernel: stat.flags & PF_KTHREAD != 0 || pid == 2 || stat.ppid == 2,
+        comm: stat.comm,
     })
 }
 
@@ -80,13 +73,7 @@ fn all_procs() -> BTreeMap<i32, Proc> {
 
 /// The process a pid belongs to (a thread id given to --pid names its process).
 fn tgid_of(pid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))?
-        .trim()
-        .parse()
-        .ok()
+    Some(procfs::process::Process::new(pid).ok()?.status().ok()?.tgid)
 }
 
 /// schedlab itself: attaching to it would turn schedlab's knobs on schedlab (its
@@ -248,30 +235,58 @@ mod tests {
             .expect("sleep")
     }
 
+    /// `sh` that forks a `sleep` and waits for it; killed when dropped.
+    struct ShWithChild(std::process::Child);
+
+    impl ShWithChild {
+        fn start() -> ShWithChild {
+            ShWithChild(
+                std::process::Command::new("sh")
+                    .args(["-c", "sleep 30; true"])
+                    .spawn()
+                    .expect("sh"),
+            )
+        }
+
+        fn pid(&self) -> i32 {
+            self.0.id() as i32
+        }
+
+        /// `look` until `forked` says sh's child is in what it returned (bounded: 2 s,
+        /// sh forks within milliseconds).
+        fn after_fork<T>(&self, look: impl Fn() -> T, forked: impl Fn(&T) -> bool) -> T {
+            let start = std::time::Instant::now();
+            loop {
+                let got = look();
+                if forked(&got) || start.elapsed() > std::time::Duration::from_secs(2) {
+                    return got;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+
+    impl Drop for ShWithChild {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
     #[test]
     fn a_pid_finds_its_process_and_the_children_it_forked() {
-        // sh forks sleep and waits: the tree is sh plus sleep.
-        let mut sh = std::process::Command::new("sh")
-            .args(["-c", "sleep 30; true"])
-            .spawn()
-            .expect("sh");
-        let pid = sh.id() as i32;
-        // The child appears once sh has forked it (bounded: 2 s).
-        let start = std::time::Instant::now();
-        let mut found = Vec::new();
-        while start.elapsed() < std::time::Duration::from_secs(2) {
-            found = find(&Selector {
-                pids: vec![pid],
-                name: None,
-            })
-            .expect("attachable");
-            if found.iter().any(|t| t.process == "sleep") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let _ = sh.kill();
-        let _ = sh.wait();
+        let sh = ShWithChild::start();
+        let pid = sh.pid();
+        let found = sh.after_fork(
+            || {
+                find(&Selector {
+                    pids: vec![pid],
+                    name: None,
+                })
+                .expect("attachable")
+            },
+            |f| f.iter().any(|t| t.process == "sleep"),
+        );
         assert_eq!(found[0].pid, pid);
         assert_eq!(found[0].tid, pid, "the main thread first");
         assert_eq!(found[0].comm, "sh");
@@ -301,24 +316,12 @@ mod tests {
 
     #[test]
     fn the_tree_lists_a_child_under_its_parent_and_leaves_out_kernel_threads() {
-        let mut sh = std::process::Command::new("sh")
-            .args(["-c", "sleep 30; true"])
-            .spawn()
-            .expect("sh");
-        let pid = sh.id() as i32;
-        let start = std::time::Instant::now();
-        let mut rows = Vec::new();
-        // Until sh has forked its sleep (bounded: 2 s).
-        while start.elapsed() < std::time::Duration::from_secs(2) {
-            rows = process_tree();
+        let sh = ShWithChild::start();
+        let pid = sh.pid();
+        let rows = sh.after_fork(process_tree, |rows| {
             let at = rows.iter().position(|r| r.pid == pid);
-            if at.is_some_and(|i| rows.get(i + 1).is_some_and(|r| r.comm == "sleep")) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let _ = sh.kill();
-        let _ = sh.wait();
+            at.is_some_and(|i| rows.get(i + 1).is_some_and(|r| r.comm == "sleep"))
+        });
         let at = rows.iter().position(|r| r.pid == pid).expect("sh listed");
         assert_eq!(
             rows[at + 1].comm,

@@ -132,3 +132,14 @@ pub fn skip_or_fail(reason: &str) {
     }
     panic!("{reason}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly");
 }
+
+/// A field of /proc/PID/stat by its number in proc(5) (field 19 is nice, 41 policy);
+/// the comm (field 2) may hold spaces, so counting starts after its last ')'.
+pub fn stat_field(pid: i32, field: usize) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..]
+        .split(' ')
+        .nth(field.checked_sub(3)?)?
+        .parse()
+        .ok()
+}
