@@ -853,36 +853,63 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
         .find(|l| l.contains("cgroup.crowd.weight=400"))
         .and_then(|l| l.split(',').next()?.parse().ok())
         .expect("the change's row in the CSV");
+    // Rows weighted by the time they span: a short row (a last round soon after a
+    // regular one) holds few ticks of run time and must not count like a full one.
+    let mut rows: Vec<(f64, bool, f64)> = Vec::new();
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if let (Some(t), Some(share)) = (
+            f[0].parse::<f64>().ok(),
+            f.get(7).and_then(|v| v.parse::<f64>().ok()),
+        ) {
+            rows.push((t, f[1] == "solo", share));
+        }
+    }
+    let mut times: Vec<f64> = rows.iter().map(|r| r.0).collect();
+    times.dedup();
+    let span = |t: f64| {
+        let i = times.iter().position(|&x| x == t).unwrap_or(0);
+        if i == 0 {
+            0.0
+        } else {
+            t - times[i - 1]
+        }
+    };
     let solo_part = |from: f64, to: f64| {
         let (mut solo, mut all) = (0.0, 0.0);
-        for l in text.lines().skip(1) {
-            let f: Vec<&str> = l.split(',').collect();
-            let (Some(t), Some(share)) = (
-                f[0].parse::<f64>().ok(),
-                f.get(7).and_then(|v| v.parse::<f64>().ok()),
-            ) else {
-                continue;
-            };
+        for &(t, is_solo, share) in &rows {
             if t > from && t <= to {
-                all += share;
-                if f[1] == "solo" {
-                    solo += share;
+                all += share * span(t);
+                if is_solo {
+                    solo += share * span(t);
                 }
             }
         }
         solo / all
     };
+    // A run ends on a fresh round, never on one a millisecond after the last (it
+    // would read no run time for the spinners: a share of 0 that cannot be true).
+    assert!(
+        times.windows(2).all(|w| w[1] - w[0] >= 0.045),
+        "rows closer than half the 100 ms interval: {times:?}"
+    );
+    // Each row's part, for a failure's message.
+    let parts: Vec<String> = times
+        .iter()
+        .zip(times.iter().skip(1))
+        .map(|(a, b)| format!("{b}:{:.3}", solo_part(*a, *b)))
+        .collect();
     let (before, after) = (
         solo_part(0.0, t_change),
         solo_part(t_change + 0.2, f64::MAX),
     );
     assert!(
         (before - 0.5).abs() <= 0.03,
-        "equal weights: solo's part {before:.3}, want 0.5"
+        "equal weights: solo's part {before:.3}, want 0.5; per row {parts:?}"
     );
     assert!(
         (after - 0.2).abs() <= 0.03,
-        "crowd weighs 400: solo's part {after:.3}, want 0.2"
+        "crowd weighs 400: solo's part {after:.3}, want 0.2; per row {parts:?}"
     );
     let leftovers: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpu")
         .map(|d| {

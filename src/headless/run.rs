@@ -180,8 +180,8 @@ fn drive(
             }
         }
         interrupted |= opts.stop.load(Ordering::Relaxed);
-        if interrupted || elapsed >= opts.duration || exp.all_exited() {
-            exp.ask_last_sample();
+        if (interrupted || elapsed >= opts.duration || exp.all_exited()) && !exp.ask_last_sample() {
+            return Ok(interrupted);
         }
     }
 }

@@ -109,6 +109,10 @@ pub struct Experiment {
     last_reap: Instant,
     /// When the last round was asked for (CLOCK_MONOTONIC ns).
     last_asked: Option<u64>,
+    /// The sampling interval and when the latest round was taken (CLOCK_MONOTONIC ns):
+    /// a last round asked for right after a regular one would span a fraction of a tick.
+    interval: Duration,
+    latest_ns: Option<u64>,
     aggregate: bool,
     tracer: Option<Tracer>,
     /// Why tracing was asked for and is not running.
@@ -184,6 +188,8 @@ impl Experiment {
             reap_now: false,
             last_reap: Instant::now(),
             last_asked: None,
+            interval: opts.interval,
+            latest_ns: None,
             aggregate: opts.aggregate,
             tracer,
             trace_error,
@@ -255,6 +261,7 @@ impl Experiment {
         let batch = self.sampler.recv_timeout(timeout)?;
         self.rounds += 1;
         self.sampler_ns += batch.cost_ns;
+        self.latest_ns = Some(batch.t_ns);
         self.reap_now |= batch.tasks.iter().any(|t| !t.alive);
         if let Some(r) = self.recorder.as_mut() {
             r.batch(&batch);
@@ -385,7 +392,8 @@ impl Experiment {
         self.trace_done.as_ref()
     }
 
-    pub fn set_interval(&self, d: Duration) {
+    pub fn set_interval(&mut self, d: Duration) {
+        self.interval = d;
         self.sampler.send(Command::SetInterval(d));
     }
 
@@ -404,11 +412,23 @@ impl Experiment {
         self.session.workload.all_exited()
     }
 
-    /// Ask for one more round so a run ends on a fresh sample.
-    pub fn ask_last_sample(&mut self) {
+    /// Ask for one more round so a run ends on a fresh sample; false when the latest
+    /// round is fresh enough to end on (taken under half an interval ago).
+    ///
+    /// Why not always ask: /proc/PID/schedstat's run time of a running task moves only
+    /// at ticks and switches, so a round a millisecond after the last one reads 0 for
+    /// every spinner - a share that cannot be true, weighted like a full row in sums.
+    pub fn ask_last_sample(&mut self) -> bool {
         // Taken before asking, or the answer could predate it.
-        self.last_asked = Some(monotonic_ns());
-        self.sampler.send(Command::SampleNow);
+        let now = monotonic_ns();
+        self.last_asked = Some(now);
+        let fresh = self
+            .latest_ns
+            .is_some_and(|t| now.saturating_sub(t) < self.interval.as_nanos() as u64 / 2);
+        if !fresh {
+            self.sampler.send(Command::SampleNow);
+        }
+        !fresh
     }
 
     /// Whether the last round was asked for.

@@ -162,7 +162,7 @@ impl Controller {
             Request::Apply(s) => self.apply(&s),
             Request::SetInterval(d) => {
                 self.interval = d;
-                if let Some(exp) = &self.running {
+                if let Some(exp) = self.running.as_mut() {
                     exp.set_interval(d);
                 }
             }
