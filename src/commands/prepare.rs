@@ -85,7 +85,10 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
     opts.duration = duration;
     opts.interval = interval_d;
     opts.warmup = warmup;
-    opts.trace = headless.trace;
+    opts.trace = headless.trace || headless.trace_every_waking;
+    if headless.trace_every_waking {
+        opts.wakings = crate::trace::Wakings::All;
+    }
     opts.stop = stop;
     opts.overrides = overrides;
     opts.system_sets = system_sets;

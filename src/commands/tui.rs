@@ -32,6 +32,7 @@ pub fn tui(
             warmup: None,
             allow_partial: true,
             trace: false,
+            trace_every_waking: false,
             target: target.clone(),
             settings: settings.clone(),
             system: system.clone(),

@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub trace: bool,
     /// Write the trace as a Perfetto timeline here (implies `trace`).
     pub trace_out: Option<PathBuf>,
+    /// Which sched_waking events the trace asks the kernel for.
+    pub wakings: crate::trace::Wakings,
 }
 
 impl RunOptions {
@@ -59,6 +61,7 @@ impl RunOptions {
             warmup: None,
             trace: false,
             trace_out: None,
+            wakings: crate::trace::Wakings::CrossCpu,
         }
     }
 
@@ -92,6 +95,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
             (true, None) => experiment::Trace::On,
             (true, Some(_)) => experiment::Trace::Keeping(opts.duration * 2),
         },
+        wakings: opts.wakings,
     };
     let mut csv = opts.csv.as_deref().map(CsvWriter::create).transpose()?;
     let mut exp = Experiment::start(preset.clone(), &opts.system_sets, &opts.exe, sys, &lab_opts)?;

@@ -18,7 +18,7 @@ use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::sampler::{Batch, Command, Sampler};
-use crate::trace::{TraceBatch, TraceError, TraceFinal, TraceTarget, Tracer};
+use crate::trace::{TraceBatch, TraceError, TraceFinal, TraceTarget, Tracer, Wakings};
 use crate::workload::shm::monotonic_ns;
 
 /// How an experiment samples and summarises.
@@ -34,6 +34,8 @@ pub struct Options {
     /// double the instrument's cost.
     pub aggregate: bool,
     pub trace: Trace,
+    /// Which sched_waking events a trace asks the kernel for.
+    pub wakings: Wakings,
 }
 
 /// Whether an experiment is traced with the sched tracepoints.
@@ -113,6 +115,7 @@ pub struct Experiment {
     /// a last round asked for right after a regular one would span a fraction of a tick.
     interval: Duration,
     latest_ns: Option<u64>,
+    wakings: Wakings,
     aggregate: bool,
     tracer: Option<Tracer>,
     /// Why tracing was asked for and is not running.
@@ -157,7 +160,7 @@ impl Experiment {
             Trace::Keeping(d) => Some(Some(d)),
         };
         let (tracer, trace_error) = match keep {
-            Some(keep) => match start_tracer(&session, opts.interval, keep, sys) {
+            Some(keep) => match start_tracer(&session, opts.interval, keep, opts.wakings, sys) {
                 Ok(t) => (Some(t), None),
                 Err(e) => (None, Some(e.to_string())),
             },
@@ -190,6 +193,7 @@ impl Experiment {
             last_asked: None,
             interval: opts.interval,
             latest_ns: None,
+            wakings: opts.wakings,
             aggregate: opts.aggregate,
             tracer,
             trace_error,
@@ -329,6 +333,9 @@ impl Experiment {
             self.tids.push(t.tid);
             self.started.tasks.push(t.clone());
         }
+        if let Some(tracer) = self.tracer.as_mut() {
+            tracer.add_targets(joined.iter().map(trace_target).collect());
+        }
         self.sampler
             .send(Command::SetTargets(self.session.sampler_targets()));
         joined
@@ -371,7 +378,7 @@ impl Experiment {
     ) -> Result<(), TraceError> {
         match (on, self.tracer.take()) {
             (true, Some(t)) => self.tracer = Some(t),
-            (true, None) => match start_tracer(&self.session, interval, keep, sys) {
+            (true, None) => match start_tracer(&self.session, interval, keep, self.wakings, sys) {
                 Ok(t) => {
                     self.tracer = Some(t);
                     self.trace_error = None;
@@ -517,6 +524,7 @@ fn start_tracer(
     session: &Session,
     interval: Duration,
     keep: Option<Duration>,
+    wakings: Wakings,
     sys: &mut SystemKnobs,
 ) -> Result<Tracer, TraceError> {
     let targets = session
@@ -528,5 +536,20 @@ fn start_tracer(
             name: t.name.clone(),
         })
         .collect();
-    Tracer::start(&session.online, targets, interval, keep, &mut sys.journal)
+    Tracer::start_with(
+        &session.online,
+        targets,
+        interval,
+        keep,
+        wakings,
+        &mut sys.journal,
+    )
+}
+
+/// What the tracer accounts a task under.
+fn trace_target(t: &TaskInfo) -> TraceTarget {
+    TraceTarget {
+        tid: t.tid,
+        name: t.name.clone(),
+    }
 }

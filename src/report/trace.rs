@@ -45,6 +45,15 @@ pub struct TraceReport {
     /// The traced window on CLOCK_MONOTONIC, in seconds (what `perf record -k mono`
     /// prints), to line the trace up with other tools' of the same run.
     pub window_monotonic_s: [f64; 2],
+    /// Whether the kernel wrote sched_waking for cross-CPU wake-ups only (the default:
+    /// same-CPU wake-up latencies start at sched_wakeup); false with
+    /// --trace-every-waking or a kernel that refuses tracepoint filters.
+    pub waking_cross_cpu_only: bool,
+    /// Switches from idle this kernel did not show as sched_switch, taken from perf's
+    /// context-switch records (timed) and inferred from the task's next switch-out
+    /// (counted, untimed).
+    pub idle_switches_filled: u64,
+    pub idle_switches_inferred: u64,
     /// The Perfetto timeline written, if asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<String>,
@@ -94,6 +103,9 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
             trace.started_ns as f64 / 1e9,
             (trace.started_ns + trace.elapsed_ns) as f64 / 1e9,
         ],
+        waking_cross_cpu_only: trace.waking_cross_cpu_only,
+        idle_switches_filled: trace.idle_switches_filled,
+        idle_switches_inferred: trace.idle_switches_inferred,
         timeline: None,
     });
 }
@@ -153,10 +165,12 @@ pub fn timeline(
     for t in &trace.tasks {
         names.insert(t.tid, t.name.clone());
     }
+    // Tasks whose sched_waking was seen and whose sched_wakeup is still to come.
+    let mut announced = std::collections::BTreeSet::new();
     let timeline: Vec<TimelineEvent> = trace
         .events_kept
         .iter()
-        .filter_map(|e| timeline_event(e, &mut names))
+        .filter_map(|e| timeline_event(e, &mut names, &mut announced))
         .collect();
     let targets: Vec<i32> = trace.tasks.iter().map(|t| t.tid).collect();
     // Worded as the report's table and the CSV word them.
@@ -188,8 +202,15 @@ pub fn timeline(
     Ok(summary)
 }
 
-/// One traced event for the timeline; switches also name the tasks they show.
-fn timeline_event(e: &SchedEvent, names: &mut BTreeMap<i32, String>) -> Option<TimelineEvent> {
+/// One traced event for the timeline; switches also name the tasks they show. A wake-up
+/// is drawn at its sched_waking, or at its sched_wakeup when no sched_waking came first
+/// (the kernel writes sched_waking only for cross-CPU wake-ups unless
+/// --trace-every-waking; a same-CPU wakeup's common_pid is the waker).
+fn timeline_event(
+    e: &SchedEvent,
+    names: &mut BTreeMap<i32, String>,
+    announced: &mut std::collections::BTreeSet<i32>,
+) -> Option<TimelineEvent> {
     Some(match e.kind {
         EventKind::Switch {
             prev_pid,
@@ -215,13 +236,34 @@ fn timeline_event(e: &SchedEvent, names: &mut BTreeMap<i32, String>) -> Option<T
             pid,
             waker,
             target_cpu,
-        } => TimelineEvent::Waking {
-            t_ns: e.t_ns,
-            cpu: e.cpu,
+        } => {
+            announced.insert(pid);
+            TimelineEvent::Waking {
+                t_ns: e.t_ns,
+                cpu: e.cpu,
+                pid,
+                waker,
+                target_cpu,
+            }
+        }
+        EventKind::Wakeup {
             pid,
             waker,
             target_cpu,
-        },
+        } => {
+            if announced.remove(&pid) {
+                return None;
+            }
+            TimelineEvent::Waking {
+                t_ns: e.t_ns,
+                cpu: e.cpu,
+                pid,
+                waker,
+                target_cpu,
+            }
+        }
+        // Inferred without a time: nothing to draw.
+        EventKind::SwitchedIn { .. } => return None,
         EventKind::Migrate {
             pid,
             orig_cpu,
@@ -232,7 +274,6 @@ fn timeline_event(e: &SchedEvent, names: &mut BTreeMap<i32, String>) -> Option<T
             orig_cpu,
             dest_cpu,
         },
-        EventKind::Wakeup { .. } => return None,
     })
 }
 

@@ -301,6 +301,7 @@ impl Decoder {
             if ty == w.id {
                 return Ok(EventKind::Wakeup {
                     pid: w.pid.read_i32(raw).ok_or(short)?,
+                    waker: self.common_pid.read_i32(raw).ok_or(short)?,
                     target_cpu: w.target_cpu.read_i32(raw).ok_or(short)?,
                 });
             }
@@ -445,11 +446,15 @@ pub(crate) mod tests {
             })
         );
         for fmt in [&f.wakeup, &f.wakeup_new] {
-            let raw = raw_record(fmt, &[("pid", I(99)), ("target_cpu", I(0))]);
+            let raw = raw_record(
+                fmt,
+                &[("common_pid", I(31)), ("pid", I(99)), ("target_cpu", I(0))],
+            );
             assert_eq!(
                 d.raw(&raw),
                 Ok(EventKind::Wakeup {
                     pid: 99,
+                    waker: 31,
                     target_cpu: 0
                 }),
                 "{}",

@@ -18,12 +18,22 @@
 //! sched_switch, nor does a wake-up raised in an idle CPU's interrupt. A sixth event
 //! per CPU asks for perf's context-switch records, which the incoming task writes: a
 //! switch-in after idle that no sched_switch showed becomes a Switch event (counted in
-//! [`TraceFinal::idle_switches_filled`]); a kernel that proves it shows them stops the
-//! records. A sleeping task switched in without a wake-up seen still counts one, as
-//! [`TaskSched::wakeups_unseen`], without a latency.
+//! [`TraceFinal::idle_switches_filled`]). The records cost two more records per switch,
+//! so they are paced: on only for a CPU that went idle in the last [`IDLE_QUIET_NS`]
+//! (a CPU kept busy by a ping-pong writes none), off for good once a kernel proves it
+//! shows switches from idle. A switch-in the records missed (the CPU went idle and woke
+//! between two drains) is inferred when the task next switches out, without a time
+//! ([`TraceFinal::idle_switches_inferred`]). A sleeping task switched in without a
+//! wake-up seen still counts one, as [`TaskSched::wakeups_unseen`], without a latency.
+//!
+//! sched_waking is filtered in the kernel (an ftrace filter on the perf event) to
+//! wake-ups of tasks that last ran on another CPU: on this VM writing every sched_waking
+//! costs a pipe ping-pong a tenth or more of its speed, and a same-CPU wake-up's
+//! sched_wakeup follows its sched_waking within a microsecond on the same CPU, so its
+//! latency starts at sched_wakeup instead ([`Wakings::All`] keeps them all).
 //!
 //! What it costs: the kernel writes one ~100-byte record per event into a per-CPU ring
-//! (plus two 40-byte context-switch records per switch where the idle gap needs them);
+//! (plus two 40-byte context-switch records per switch on CPUs that go idle);
 //! the tracer thread drains every ring every 10 ms (or when one is a quarter full) with
 //! no system call per event and no allocation per event once its queues have grown.
 //! schedlab's own threads, the tracer included, are traced like any task but counted
@@ -56,6 +66,19 @@ pub struct TraceTarget {
     pub name: String,
 }
 
+/// Which sched_waking events the kernel writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wakings {
+    /// Only wake-ups of tasks that last ran on another CPU (filtered in the kernel);
+    /// a same-CPU wake-up's latency starts at its sched_wakeup, about a microsecond
+    /// later than its sched_waking.
+    #[default]
+    CrossCpu,
+    /// Every sched_waking (`--trace-every-waking`): exact wake-up latencies, at a cost
+    /// of up to a tenth of a wake-up-heavy experiment's speed on a VM.
+    All,
+}
+
 /// One decoded scheduler event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SchedEvent {
@@ -74,8 +97,17 @@ pub enum EventKind {
         waker: i32,
         target_cpu: i32,
     },
-    /// sched_wakeup and sched_wakeup_new: `pid` is runnable on `target_cpu`.
-    Wakeup { pid: i32, target_cpu: i32 },
+    /// sched_wakeup and sched_wakeup_new: `pid` is runnable on `target_cpu`; `waker` is
+    /// common_pid, the task running where the event fired (the waker when the wake-up
+    /// was done on its own CPU, whoever ran on the target CPU when queued there).
+    Wakeup {
+        pid: i32,
+        waker: i32,
+        target_cpu: i32,
+    },
+    /// Not a tracepoint: `pid` was switched in on this CPU after idle, which this kernel
+    /// did not show (see [`TraceFinal::idle_switches_inferred`]); when is unknown.
+    SwitchedIn { pid: i32 },
     /// sched_switch. `prev_state & 0xff == 0` means prev was still runnable ("R", or
     /// "R+" = 0x100 when preempted).
     Switch {
@@ -204,6 +236,12 @@ pub struct TraceFinal {
     /// empty). Non-zero means wake-ups raised on an idle CPU (a timer expiring there)
     /// are not seen either: see [`TaskSched::wakeups_unseen`].
     pub idle_switches_filled: u64,
+    /// Switches from idle that neither the tracepoints nor the (paced) context-switch
+    /// records showed, inferred when the task next switched out: counted, untimed.
+    pub idle_switches_inferred: u64,
+    /// Whether sched_waking was written for cross-CPU wake-ups only (every ring took
+    /// the kernel filter); false with [`Wakings::All`] or a kernel refusing filters.
+    pub waking_cross_cpu_only: bool,
     /// Set if the tracer thread died; the totals are then empty.
     pub failure: Option<String>,
 }
@@ -257,6 +295,9 @@ const MIN_INTERVAL: Duration = Duration::from_millis(1);
 pub struct Tracer {
     stop: Arc<AtomicBool>,
     rx: mpsc::Receiver<TraceBatch>,
+    /// Tasks that joined the experiment, for the thread to account from now on.
+    join_tx: mpsc::Sender<Vec<TraceTarget>>,
+    waking_cross_cpu_only: bool,
     thread: Option<std::thread::JoinHandle<TraceFinal>>,
     started_ns: u64,
     targets: Vec<TraceTarget>,
@@ -269,12 +310,25 @@ impl Tracer {
     /// start the thread. Events start flowing at once.
     ///
     /// `interval` is clamped to at least 1 ms. `keep`: how much of the end of the trace
-    /// to return as raw events in [`TraceFinal::events_kept`] (None: none).
+    /// to return as raw events in [`TraceFinal::events_kept`] (None: none). Every
+    /// sched_waking is written ([`Wakings::All`]); see [`Tracer::start_with`].
     pub fn start(
         cpus: &crate::cpuset::CpuSet,
         targets: Vec<TraceTarget>,
         interval: Duration,
         keep: Option<Duration>,
+        journal: &mut crate::knob::journal::Journal,
+    ) -> Result<Tracer, TraceError> {
+        Tracer::start_with(cpus, targets, interval, keep, Wakings::All, journal)
+    }
+
+    /// [`Tracer::start`], choosing which sched_waking events the kernel writes.
+    pub fn start_with(
+        cpus: &crate::cpuset::CpuSet,
+        targets: Vec<TraceTarget>,
+        interval: Duration,
+        keep: Option<Duration>,
+        wakings: Wakings,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
         if cpus.is_empty() {
@@ -307,8 +361,9 @@ impl Tracer {
             .collect();
         let mut rings = Vec::with_capacity(cpus.count());
         for cpu in cpus.iter() {
-            rings.push(ring::CpuRing::open(cpu as u32, &ids, RING_PAGES)?);
+            rings.push(ring::CpuRing::open(cpu as u32, &ids, RING_PAGES, wakings)?);
         }
+        let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
         let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -319,7 +374,10 @@ impl Tracer {
             }
         }
         let started_ns = monotonic_ns();
-        let worker = Worker::new(rings, decoder, &targets, interval_ns, keep, tx, started_ns);
+        let (join_tx, join_rx) = mpsc::channel();
+        let mut worker = Worker::new(rings, decoder, &targets, interval_ns, keep, tx, started_ns);
+        worker.joins = Some(join_rx);
+        worker.waking_cross_cpu_only = waking_cross_cpu_only;
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("schedlab-trace".into())
@@ -328,6 +386,8 @@ impl Tracer {
         Ok(Tracer {
             stop,
             rx,
+            join_tx,
+            waking_cross_cpu_only,
             thread: Some(thread),
             started_ns,
             targets,
@@ -338,6 +398,21 @@ impl Tracer {
     /// `interval`).
     pub fn try_recv(&self) -> Option<TraceBatch> {
         self.rx.try_recv().ok()
+    }
+
+    /// Account these tasks too from now on (they joined the running experiment).
+    pub fn add_targets(&mut self, targets: Vec<TraceTarget>) {
+        if targets.is_empty() {
+            return;
+        }
+        self.targets.extend(targets.iter().cloned());
+        // A dead thread has nothing to account them in; stop() says why.
+        let _ = self.join_tx.send(targets);
+    }
+
+    /// Whether the kernel writes sched_waking for cross-CPU wake-ups only.
+    pub fn waking_cross_cpu_only(&self) -> bool {
+        self.waking_cross_cpu_only
     }
 
     /// Stop, drain what is left, and return the totals.
@@ -365,6 +440,8 @@ impl Tracer {
             undecodable: 0,
             late: 0,
             idle_switches_filled: 0,
+            idle_switches_inferred: 0,
+            waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: Some(format!("the tracer thread died: {why}")),
         });
         let mut pending: Vec<TraceBatch> = self.rx.try_iter().collect();
@@ -393,6 +470,8 @@ struct Worker {
     scratch: Box<[u8; ring::MAX_RECORD]>,
     sink: Sink,
     idle: IdleGap,
+    joins: Option<mpsc::Receiver<Vec<TraceTarget>>>,
+    waking_cross_cpu_only: bool,
 }
 
 /// Where released events go: the aggregation, the kept window, the interval batches.
@@ -431,6 +510,8 @@ impl Worker {
             merger: order::Merger::new(rings.len()),
             rings,
             decoder,
+            joins: None,
+            waking_cross_cpu_only: false,
             scratch: Box::new([0u8; ring::MAX_RECORD]),
             sink: Sink {
                 agg: Aggregator::new(targets),
@@ -471,9 +552,14 @@ impl Worker {
             if stopping {
                 self.rings.iter_mut().for_each(ring::CpuRing::disable);
             }
+            if let Some(joins) = &self.joins {
+                for targets in joins.try_iter() {
+                    self.sink.agg.add(&targets);
+                }
+            }
             // The clock first: whatever the rings hold afterwards is at least as new.
             let now = monotonic_ns();
-            self.drain_all();
+            self.drain_all(now);
             let horizon = if stopping {
                 u64::MAX
             } else {
@@ -506,11 +592,13 @@ impl Worker {
             undecodable: s.undecodable,
             late: self.merger.late(),
             idle_switches_filled: self.idle.filled,
+            idle_switches_inferred: self.idle.inferred,
+            waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: None,
         }
     }
 
-    fn drain_all(&mut self) {
+    fn drain_all(&mut self, now: u64) {
         let Worker {
             rings,
             decoder,
@@ -518,13 +606,19 @@ impl Worker {
             scratch,
             sink,
             idle,
+            ..
         } = self;
         for (q, r) in rings.iter_mut().enumerate() {
             r.drain(scratch, |ty, misc, body| match ty {
                 ring::RECORD_SAMPLE => match decoder.sample(body) {
                     Ok(ev) => {
-                        if let EventKind::Switch { next_pid, .. } = ev.kind {
-                            idle.saw_switch(q, next_pid);
+                        if let EventKind::Switch {
+                            prev_pid, next_pid, ..
+                        } = ev.kind
+                        {
+                            if let Some(inferred) = idle.saw_switch(q, ev, prev_pid, next_pid) {
+                                sink.route(merger, q, inferred);
+                            }
                         }
                         sink.route(merger, q, ev);
                     }
@@ -543,62 +637,104 @@ impl Worker {
                 }
                 _ => {}
             });
-        }
-        if idle.proven() {
-            // This kernel shows switches from idle as tracepoints: the context-switch
-            // records are not needed (and cost a record per switch).
-            rings
-                .iter_mut()
-                .for_each(ring::CpuRing::stop_switch_records);
-            idle.stopped = true;
+            r.switch_records(idle.wants_records(q, now));
         }
     }
 }
 
 /// Switches from the idle task that the kernel did not deliver as sched_switch, put
-/// back from perf's context-switch records. Per ring it remembers who the last
-/// sched_switch switched in: a switch-in record for that task is the same switch (the
-/// record comes just after the tracepoint), one for another task after idle is a
-/// switch the tracepoint never showed. Kernels that show every switch from idle prove
-/// it after [`IDLE_PROOF`] matched switches, and the records are then stopped.
+/// back from perf's context-switch records or inferred. Per ring it remembers who the
+/// last sched_switch switched in: a switch-in record for that task is the same switch
+/// (the record comes just after the tracepoint), one for another task after idle is a
+/// switch the tracepoint never showed, and a task switching out of a CPU last seen
+/// idle was switched in unseen. Kernels that show every switch from idle prove it
+/// after [`IDLE_PROOF`] matched switches, and the records stay off from then on.
 struct IdleGap {
     last_next: Vec<i32>,
+    /// When each CPU was last seen idle (going idle, or leaving it as far as shown).
+    idle_at: Vec<u64>,
     swapper: Vec<[u8; 16]>,
     /// Switch-ins from idle that the tracepoints showed too.
     matched: u64,
-    /// One was missing: this kernel hides switches from idle; the records stay.
+    /// One was missing: this kernel hides switches from idle.
     blind: bool,
-    /// The context-switch records were stopped.
-    stopped: bool,
     filled: u64,
+    inferred: u64,
 }
 
 /// Matched switches from idle, and none missing, after which the tracepoints are
 /// trusted to show them all.
 const IDLE_PROOF: u64 = 256;
 
+/// A CPU that has not gone idle for this long writes no context-switch records: the
+/// records cost two per switch, and a busy CPU has no switch from idle to fill.
+pub const IDLE_QUIET_NS: u64 = 100_000_000;
+
 impl IdleGap {
     fn new(cpus: &[u32]) -> IdleGap {
         IdleGap {
             last_next: vec![-1; cpus.len()],
+            idle_at: vec![0; cpus.len()],
             swapper: cpus.iter().map(|&c| swapper_comm(c)).collect(),
             matched: 0,
             blind: false,
-            stopped: false,
             filled: 0,
+            inferred: 0,
         }
     }
 
+    /// A sched_switch on ring `q`; the untimed switch-in of `prev_pid` that it proves
+    /// was missed, if the CPU was last seen going idle.
     #[inline]
-    fn saw_switch(&mut self, q: usize, next_pid: i32) {
-        if let Some(n) = self.last_next.get_mut(q) {
-            *n = next_pid;
+    fn saw_switch(
+        &mut self,
+        q: usize,
+        ev: SchedEvent,
+        prev_pid: i32,
+        next_pid: i32,
+    ) -> Option<SchedEvent> {
+        let last = self.last_next.get_mut(q)?;
+        let missed = *last == 0 && prev_pid != 0;
+        *last = next_pid;
+        if next_pid == 0 || prev_pid == 0 || missed {
+            self.saw_idle(q, ev.t_ns);
+        }
+        if !missed {
+            return None;
+        }
+        self.blind = true;
+        self.inferred += 1;
+        Some(SchedEvent {
+            t_ns: ev.t_ns,
+            cpu: ev.cpu,
+            kind: EventKind::SwitchedIn { pid: prev_pid },
+        })
+    }
+
+    /// Ring `q`'s CPU was idle at `t` (going idle or leaving it).
+    fn saw_idle(&mut self, q: usize, t: u64) {
+        if let Some(at) = self.idle_at.get_mut(q) {
+            *at = (*at).max(t);
         }
     }
 
-    /// Whether the records have proven unnecessary (and are not stopped yet).
+    /// Whether the kernel has proven it shows switches from idle.
     fn proven(&self) -> bool {
-        !self.blind && !self.stopped && self.matched >= IDLE_PROOF
+        !self.blind && self.matched >= IDLE_PROOF
+    }
+
+    /// Whether ring `q`'s CPU should write context-switch records now: it is idle or
+    /// went idle within [`IDLE_QUIET_NS`], and the kernel has not proven them useless.
+    fn wants_records(&self, q: usize, now: u64) -> bool {
+        if self.proven() {
+            return false;
+        }
+        let idle_now = self.last_next.get(q) == Some(&0);
+        let idle_lately = self
+            .idle_at
+            .get(q)
+            .is_some_and(|&at| at > 0 && now.saturating_sub(at) < IDLE_QUIET_NS);
+        idle_now || idle_lately
     }
 
     /// The Switch event a switch-in record stands for, if the tracepoints missed it.
@@ -615,6 +751,7 @@ impl IdleGap {
         *last = s.tid;
         self.blind = true;
         self.filled += 1;
+        self.saw_idle(q, s.t_ns);
         Some(SchedEvent {
             t_ns: s.t_ns,
             cpu: s.cpu,
@@ -745,12 +882,17 @@ mod tests {
             tid,
             prev_tid,
         };
+        let sw = |t_ns| SchedEvent {
+            t_ns,
+            cpu: 1,
+            kind: EventKind::SwitchedIn { pid: 0 },
+        };
         // The tracepoint showed the switch from idle to 7: the record is the same switch.
-        g.saw_switch(1, 7);
+        assert_eq!(g.saw_switch(1, sw(50), 0, 7), None);
         assert_eq!(g.fill(1, rec(7, 0)), None);
         assert_eq!(g.matched, 1);
         // 7 went idle, then a record shows 8 switched in after idle with no tracepoint.
-        g.saw_switch(1, 0);
+        assert_eq!(g.saw_switch(1, sw(90), 7, 0), None);
         let ev = g.fill(1, rec(8, 0)).expect("filled");
         assert_eq!(
             ev.kind,
@@ -770,9 +912,55 @@ mod tests {
 
         let mut healthy = IdleGap::new(&[0]);
         for i in 0..IDLE_PROOF as i32 {
-            healthy.saw_switch(0, 100 + i);
+            assert_eq!(healthy.saw_switch(0, sw(1), 0, 100 + i), None);
             assert_eq!(healthy.fill(0, rec(100 + i, 0)), None);
         }
         assert!(healthy.proven());
+        assert!(!healthy.wants_records(0, 2), "proven: never again");
+    }
+
+    #[test]
+    fn a_switch_in_missed_after_idle_is_inferred_at_the_next_switch_out() {
+        let mut g = IdleGap::new(&[0]);
+        let at = |t_ns| SchedEvent {
+            t_ns,
+            cpu: 0,
+            kind: EventKind::SwitchedIn { pid: 0 },
+        };
+        // Before any switch the CPU's state is unknown: a switch-out proves nothing.
+        assert_eq!(g.saw_switch(0, at(10), 5, 6), None);
+        // 6 goes idle; the switch from idle to 7 is not shown (no record either).
+        assert_eq!(g.saw_switch(0, at(20), 6, 0), None);
+        let inferred = g.saw_switch(0, at(30), 7, 6).expect("inferred");
+        assert_eq!(inferred.kind, EventKind::SwitchedIn { pid: 7 });
+        assert_eq!(inferred.t_ns, 30);
+        assert_eq!((g.inferred, g.blind), (1, true));
+        // A switch between tasks after that is seen whole.
+        assert_eq!(g.saw_switch(0, at(40), 6, 7), None);
+    }
+
+    #[test]
+    fn context_switch_records_are_wanted_only_where_a_cpu_went_idle_lately() {
+        let mut g = IdleGap::new(&[0, 1]);
+        let at = |t_ns| SchedEvent {
+            t_ns,
+            cpu: 0,
+            kind: EventKind::SwitchedIn { pid: 0 },
+        };
+        // Nothing seen yet: off (a busy CPU must not pay for them).
+        assert!(!g.wants_records(0, 1_000));
+        // CPU 0 goes idle at 1 s: on while idle ...
+        g.saw_switch(0, at(1_000_000_000), 5, 0);
+        assert!(g.wants_records(0, 1_050_000_000));
+        assert!(g.wants_records(0, 9_000_000_000), "still idle");
+        // ... and for IDLE_QUIET_NS after it was last seen idle, then off.
+        g.saw_switch(0, at(1_200_000_000), 6, 5);
+        assert!(g.wants_records(0, 1_200_000_000 + IDLE_QUIET_NS - 1));
+        assert!(!g.wants_records(0, 1_200_000_000 + IDLE_QUIET_NS));
+        assert!(
+            !g.wants_records(1, 1_100_000_000),
+            "the other CPU never went idle"
+        );
+        assert!(!g.wants_records(7, 0), "no such ring");
     }
 }

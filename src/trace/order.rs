@@ -105,6 +105,7 @@ mod tests {
             cpu,
             kind: EventKind::Wakeup {
                 pid,
+                waker: 0,
                 target_cpu: cpu as i32,
             },
         }

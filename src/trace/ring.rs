@@ -35,6 +35,10 @@ pub struct CpuRing {
     names: Vec<String>,
     /// The context-switch record event, if this kernel has one (Linux 4.3+).
     switch_records: Option<Counter>,
+    /// Whether the context-switch records are on (they start off: see mod.rs).
+    records_on: bool,
+    /// Whether sched_waking is filtered in the kernel to cross-CPU wake-ups.
+    pub waking_filtered: bool,
     map: memmap2::MmapRaw,
     data_offset: usize,
     data_size: u64,
@@ -65,10 +69,15 @@ fn builder(id: u64, cpu: u32) -> Builder<'static> {
 impl CpuRing {
     /// Open every tracepoint on `cpu` (all tasks), the first owning a ring of `pages`
     /// data pages (a power of two) that the others write into. Nothing is enabled yet.
+    ///
+    /// With `Wakings::CrossCpu`, sched_waking is filtered in the kernel to wake-ups of
+    /// tasks that last ran on another CPU (`target_cpu != cpu`); a kernel that refuses
+    /// the filter writes them all (`waking_filtered` says which).
     pub fn open(
         cpu: u32,
         tracepoints: &[TracepointId],
         pages: usize,
+        wakings: super::Wakings,
     ) -> Result<CpuRing, TraceError> {
         let page_size = page_size();
         let data_len = pages.next_power_of_two() * page_size;
@@ -90,11 +99,15 @@ impl CpuRing {
             .map_err(ring_error)?;
         let mut counters = Vec::with_capacity(tracepoints.len());
         counters.push(leader);
+        let mut waking_filtered = false;
         for tp in rest {
             let counter = builder(tp.id, cpu)
                 .build()
                 .map_err(|e| open_error(&tp.name, cpu, &e))?;
             set_output(&counter, &counters[0]).map_err(|e| open_error(&tp.name, cpu, &e))?;
+            if tp.name == "sched_waking" && wakings == super::Wakings::CrossCpu {
+                waking_filtered = set_filter(&counter, &format!("target_cpu != {cpu}")).is_ok();
+            }
             counters.push(counter);
         }
         // Some kernels (this project's 6.18 VMs among them) deliver no perf event raised
@@ -138,6 +151,8 @@ impl CpuRing {
             counters,
             names: tracepoints.iter().map(|t| t.name.clone()).collect(),
             switch_records,
+            records_on: false,
+            waking_filtered,
             map,
             data_offset,
             data_size,
@@ -150,13 +165,10 @@ impl CpuRing {
     }
 
     /// Start all of this CPU's tracepoints (the redirected ones first, so that none of
-    /// a context switch's wake-ups is missing once switches flow).
+    /// a context switch's wake-ups is missing once switches flow). The context-switch
+    /// records stay off until [`CpuRing::switch_records`] asks for them.
     pub fn enable(&mut self) -> Result<(), TraceError> {
         let cpu = self.cpu;
-        if let Some(c) = &mut self.switch_records {
-            // Optional: without it only switches from idle may be missed.
-            let _ = c.enable();
-        }
         for (c, name) in self.counters.iter_mut().zip(&self.names).rev() {
             c.enable().map_err(|e| open_error(name, cpu, &e))?;
         }
@@ -165,16 +177,23 @@ impl CpuRing {
 
     /// Stop all of this CPU's events; what they wrote stays in the ring.
     pub fn disable(&mut self) {
-        self.stop_switch_records();
+        self.switch_records(false);
         for c in &mut self.counters {
             let _ = c.disable();
         }
     }
 
-    /// Stop the context-switch records (once the tracepoints prove enough).
-    pub fn stop_switch_records(&mut self) {
+    /// Turn the context-switch records on or off (an ioctl only when that changes).
+    /// Optional: a kernel without them only loses the timing of switches from idle.
+    pub fn switch_records(&mut self, on: bool) {
+        if on == self.records_on {
+            return;
+        }
         if let Some(c) = &mut self.switch_records {
-            let _ = c.disable();
+            let done = if on { c.enable() } else { c.disable() };
+            if done.is_ok() {
+                self.records_on = on;
+            }
         }
     }
 
@@ -261,6 +280,22 @@ fn set_output(event: &Counter, leader: &Counter) -> io::Result<()> {
     // SAFETY: both are open perf event descriptors; the ioctl takes the target fd.
     let rc =
         unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(event.as_raw_fd(), leader.as_raw_fd()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// An ftrace filter on a tracepoint event: the kernel drops what it rejects before
+/// writing a record.
+fn set_filter(event: &Counter, filter: &str) -> io::Result<()> {
+    let text = std::ffi::CString::new(filter)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a filter"))?;
+    // SAFETY: an open perf event descriptor and a NUL-terminated string that outlives
+    // the call (the kernel copies it).
+    let rc = unsafe {
+        perf_event_open_sys::ioctls::SET_FILTER(event.as_raw_fd(), text.as_ptr() as *mut _)
+    };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -19,6 +19,12 @@
 //!   waker on another CPU racing the task's own switch-out (try_to_wake_up fires
 //!   sched_waking, then waits for the task to get off its CPU), and it is the wake-up
 //!   that ends this sleep.
+//! - sched_wakeup with no sched_waking before it starts the wake-up at its own time: the
+//!   tracer asks the kernel for sched_waking only where the wakee last ran on another
+//!   CPU (a same-CPU wake-up's waking and wakeup are a microsecond apart, and writing
+//!   every waking costs the experiment a tenth of its speed on a VM).
+//! - Switched in at an unknown time (inferred after idle, see mod.rs): counted, and a
+//!   pending wake-up or run-queue wait ends without a sample.
 //! - A task switched in from a sleep with no sched_wakeup seen since it blocked was
 //!   woken all the same: that wake-up counts, as unseen (`wakeups_unseen`), with no
 //!   latency. Kernels that deliver no perf event raised in the idle task do this to
@@ -221,7 +227,9 @@ impl Task {
         }
     }
 
-    fn wakeup(&mut self) {
+    fn wakeup(&mut self, t: u64) {
+        // The wake-up starts here if no sched_waking announced it.
+        self.waking(t);
         self.count(|c| c.wakeups += 1);
         self.wakeup_since_block = true;
         if self.waking_at.is_some() {
@@ -230,15 +238,7 @@ impl Task {
     }
 
     fn switch_in(&mut self, t: u64) {
-        self.count(|c| c.switches_in += 1);
-        if self.state == State::Blocked && !self.wakeup_since_block {
-            // Something woke it, unseen (raised on an idle CPU by a kernel that
-            // delivers nothing from the idle task): counted, with no latency.
-            self.count(|c| {
-                c.wakeups += 1;
-                c.wakeups_unseen += 1;
-            });
-        }
+        self.switched_in();
         if let Some(w) = self.waking_at.take() {
             if t >= w {
                 self.wakeup.record(t - w);
@@ -251,6 +251,26 @@ impl Task {
         }
         self.state = State::Running;
         self.last_in = self.last_in.max(t);
+    }
+
+    /// Switched in at a time nobody saw: counted, no latency either way.
+    fn switch_in_untimed(&mut self) {
+        self.switched_in();
+        self.waking_at = None;
+        self.woken = false;
+        self.state = State::Running;
+    }
+
+    fn switched_in(&mut self) {
+        self.count(|c| c.switches_in += 1);
+        if self.state == State::Blocked && !self.wakeup_since_block {
+            // Something woke it, unseen (raised on an idle CPU by a kernel that
+            // delivers nothing from the idle task): counted, with no latency.
+            self.count(|c| {
+                c.wakeups += 1;
+                c.wakeups_unseen += 1;
+            });
+        }
     }
 
     fn switch_out(&mut self, t: u64, prev_state: i64, next_pid: i32, next_comm: [u8; 16]) {
@@ -375,16 +395,29 @@ impl Aggregator {
     /// Targets with a tid below 1 (the idle task is 0 on every CPU) and repeated tids
     /// are left out.
     pub fn new(targets: &[TraceTarget]) -> Aggregator {
-        let mut tasks: Vec<Task> = Vec::with_capacity(targets.len());
+        let mut agg = Aggregator {
+            tasks: Vec::with_capacity(targets.len()),
+            index: Vec::new(),
+        };
+        agg.add(targets);
+        agg
+    }
+
+    /// Account these targets too, from their next event on (tasks that joined a
+    /// running experiment); the same rules as [`Aggregator::new`].
+    pub fn add(&mut self, targets: &[TraceTarget]) {
         for t in targets {
-            if t.tid > 0 && !tasks.iter().any(|x| x.tid == t.tid) {
-                tasks.push(Task::new(t));
+            if t.tid > 0 && !self.tasks.iter().any(|x| x.tid == t.tid) {
+                self.tasks.push(Task::new(t));
             }
         }
-        let mut index: Vec<(i32, usize)> =
-            tasks.iter().enumerate().map(|(i, t)| (t.tid, i)).collect();
-        index.sort_unstable();
-        Aggregator { tasks, index }
+        self.index = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.tid, i))
+            .collect();
+        self.index.sort_unstable();
     }
 
     #[inline]
@@ -401,7 +434,9 @@ impl Aggregator {
         let is = |pid: i32| pid > 0 && self.slot(pid).is_some();
         match ev.kind {
             EventKind::Waking { pid, waker, .. } => is(pid) || is(waker),
-            EventKind::Wakeup { pid, .. } | EventKind::Migrate { pid, .. } => is(pid),
+            EventKind::Wakeup { pid, .. }
+            | EventKind::Migrate { pid, .. }
+            | EventKind::SwitchedIn { pid } => is(pid),
             EventKind::Switch {
                 prev_pid, next_pid, ..
             } => is(prev_pid) || is(next_pid),
@@ -420,7 +455,12 @@ impl Aggregator {
             }
             EventKind::Wakeup { pid, .. } => {
                 if let Some(i) = self.slot(pid) {
-                    self.tasks[i].wakeup();
+                    self.tasks[i].wakeup(t);
+                }
+            }
+            EventKind::SwitchedIn { pid } => {
+                if let Some(i) = self.slot(pid) {
+                    self.tasks[i].switch_in_untimed();
                 }
             }
             EventKind::Switch {
@@ -519,6 +559,7 @@ mod tests {
             cpu,
             EventKind::Wakeup {
                 pid,
+                waker: 0,
                 target_cpu: cpu as i32,
             },
         )
@@ -848,6 +889,102 @@ mod tests {
         // Unknown state (start of trace, after a loss): nothing is inferred.
         let b = task(&a, B);
         assert_eq!(b.wakeups_unseen, 0);
+    }
+
+    #[test]
+    fn a_wake_up_without_its_sched_waking_measures_from_sched_wakeup() {
+        // The kernel filter keeps sched_waking of cross-CPU wake-ups only: B wakes A on
+        // A's own CPU, and the wake-up starts at sched_wakeup.
+        let a = agg(&[
+            switch(0, 0, A, S, B),
+            ev(
+                10_000,
+                0,
+                EventKind::Wakeup {
+                    pid: A,
+                    waker: B,
+                    target_cpu: 0,
+                },
+            ),
+            switch(13_000, 0, B, S, A),
+        ]);
+        let x = task(&a, A);
+        assert_eq!((x.wakeups, x.wakeups_unseen), (1, 0));
+        assert_eq!(x.wakeup_latency.count, 1);
+        assert_eq!(x.wakeup_latency.max_us, 3.0);
+        // With its sched_waking seen first, the wake-up starts there.
+        let mut a = a;
+        a.record(&switch(20_000, 0, A, S, B));
+        a.record(&waking(30_000, 1, A, OTHER));
+        a.record(&wakeup(31_000, 0, A));
+        a.record(&switch(35_000, 0, B, S, A));
+        let x = task(&a, A);
+        assert_eq!(x.wakeup_latency.count, 2);
+        assert_eq!(x.wakeup_latency.max_us, 5.0);
+    }
+
+    #[test]
+    fn a_switch_in_nobody_timed_counts_without_a_latency() {
+        let in_unseen = |t| ev(t, 0, EventKind::SwitchedIn { pid: A });
+        let a = agg(&[
+            switch(0, 0, A, S, 0),
+            waking(1_000, 1, A, OTHER),
+            wakeup(1_100, 0, A),
+            // The switch from idle to A was not shown; A's next switch-out proves it.
+            in_unseen(9_000),
+            switch(9_000, 0, A, R_PLUS, B),
+            switch(10_000, 0, B, S, A),
+        ]);
+        let x = task(&a, A);
+        assert_eq!((x.switches_in, x.wakeups, x.wakeups_unseen), (2, 1, 0));
+        assert_eq!(x.wakeup_latency.count, 0, "when A ran is unknown");
+        // The preemption after it is timed again.
+        assert_eq!(x.runq_delay.count, 1);
+        assert_eq!(x.runq_delay.max_us, 1.0);
+        // From a sleep with no wake-up seen: the wake-up counts as unseen.
+        let b = agg(&[
+            switch(0, 0, A, S, 0),
+            in_unseen(5_000),
+            switch(6_000, 0, A, S, 0),
+        ]);
+        assert_eq!(task(&b, A).wakeups_unseen, 1);
+    }
+
+    #[test]
+    fn targets_that_join_are_accounted_from_their_next_event() {
+        let mut a = Aggregator::new(&[TraceTarget {
+            tid: A,
+            name: "a".into(),
+        }]);
+        a.record(&switch(0, 0, A, S, B));
+        assert!(!a.touches(&switch(500, 0, B, S, OTHER)));
+        a.add(&[
+            TraceTarget {
+                tid: B,
+                name: "b".into(),
+            },
+            // Already there, and the idle task: both left out.
+            TraceTarget {
+                tid: A,
+                name: "again".into(),
+            },
+            TraceTarget {
+                tid: 0,
+                name: "idle".into(),
+            },
+        ]);
+        assert!(a.touches(&switch(500, 0, B, S, OTHER)));
+        a.record(&switch(1_000, 0, B, S, A));
+        let tasks = a.totals();
+        assert_eq!(
+            tasks
+                .iter()
+                .map(|t| (t.name.as_str(), t.tid))
+                .collect::<Vec<_>>(),
+            [("a", A), ("b", B)]
+        );
+        assert_eq!((tasks[0].switches_in, tasks[1].blocked), (1, 1));
+        assert_eq!(a.take_interval().len(), 2);
     }
 
     #[test]

@@ -205,6 +205,7 @@ impl Controller {
             warmup: Duration::ZERO,
             aggregate: false,
             trace: experiment::Trace::Off,
+            wakings: crate::trace::Wakings::CrossCpu,
         };
         match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
             Ok(mut exp) => {
