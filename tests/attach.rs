@@ -177,6 +177,50 @@ fn new_children_of_a_command_join_and_its_probe_counts_every_line() {
 }
 
 #[test]
+fn tasks_that_join_a_traced_run_are_traced_from_then_on() {
+    if !common::require("root", common::is_root()) {
+        return;
+    }
+    let _s = serial();
+    // sh forks a subshell 0.3 s in that sleeps 10 ms at a time (a switch and a wake-up
+    // each): it joins at the next look (about 1 s in) and the running tracer must count
+    // it from then on, without a restart.
+    let out = schedlab(&[
+        "run",
+        "--duration",
+        "3s",
+        "--trace",
+        "--json",
+        "-",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.3; (i=0; while [ $i -lt 400 ]; do sleep 0.01; i=$((i+1)); done) & wait",
+    ]);
+    let report = json_output(&out);
+    let tasks = report["tasks"].as_array().expect("tasks");
+    let joined: Vec<&serde_json::Value> = tasks
+        .iter()
+        .skip(1)
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("sh")))
+        .collect();
+    assert!(!joined.is_empty(), "the subshell joined: {tasks:?}");
+    // About 1.5-2 s of it traced at ~100 switches/s (each sleep is one); the sampler's
+    // /proc count over the same time is the reference.
+    // The subshell is the joined sh with the most switches (a child caught between its
+    // fork and its exec of sleep is an "sh" too, and exits at once).
+    let sched = joined
+        .iter()
+        .map(|t| &t["sched"])
+        .max_by_key(|s| s["switches_in"].as_u64().unwrap_or(0))
+        .expect("a joined sh");
+    let traced = sched["switches_in"].as_u64().unwrap_or(0);
+    assert!(traced > 50, "the joined subshell was traced: {sched}");
+    let ratio = sched["switches_vs_procfs"].as_f64().expect("ratio");
+    assert!((0.9..=1.1).contains(&ratio), "{sched}");
+}
+
+#[test]
 fn refusals_are_one_line_usage_errors() {
     for (args, says) in [
         (vec!["run", "--pid", "2"], "kernel thread"),

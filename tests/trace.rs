@@ -12,7 +12,7 @@ use std::time::Duration;
 use schedlab::cpuset::CpuSet;
 use schedlab::knob::journal::Journal;
 use schedlab::lab::pingpong::{PingPong, Setup};
-use schedlab::trace::{EventKind, TaskSched, TraceFinal, TraceTarget, Tracer};
+use schedlab::trace::{EventKind, TaskSched, TraceFinal, TraceTarget, Tracer, Wakings};
 
 /// A throwaway journal that is restored however the test ends. Declared before the
 /// tracer, so a failing test drops (stops) the tracer first.
@@ -288,7 +288,9 @@ fn pp_tids(fin: &TraceFinal) -> Vec<i32> {
 fn touches(kind: EventKind, tids: &[i32]) -> bool {
     match kind {
         EventKind::Waking { pid, waker, .. } => tids.contains(&pid) || tids.contains(&waker),
-        EventKind::Wakeup { pid, .. } | EventKind::Migrate { pid, .. } => tids.contains(&pid),
+        EventKind::Wakeup { pid, .. }
+        | EventKind::Migrate { pid, .. }
+        | EventKind::SwitchedIn { pid } => tids.contains(&pid),
         EventKind::Switch {
             prev_pid, next_pid, ..
         } => tids.contains(&prev_pid) || tids.contains(&next_pid),
@@ -454,6 +456,103 @@ fn a_non_target_process_is_not_counted() {
         assert!(r.ok(), "{r}");
     }
     assert_eq!(tracefs_mounted(), mounted_before);
+}
+
+/// A thread on the last CPU that spins `spin` (its CPU never idle: the tracer turns
+/// the context-switch records off there), then sleeps 1 ms `sleeps` times (every
+/// switch-in now comes from idle). Returns its tid and the handle; it starts on `go`.
+fn busy_then_sleepy(
+    spin: Duration,
+    sleeps: u32,
+) -> (i32, mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let cpu = online_cpus().iter().last().expect("a CPU");
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu).expect("cpu in set");
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
+        tid_tx.send(nix::unistd::gettid().as_raw()).expect("tid");
+        if go_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < spin {
+            std::hint::spin_loop();
+        }
+        for _ in 0..sleeps {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let tid = tid_rx.recv_timeout(Duration::from_secs(5)).expect("tid");
+    (tid, go_tx, handle)
+}
+
+#[test]
+fn switches_after_a_busy_spell_are_all_counted_with_records_paced() {
+    if !common::require("root", common::is_root()) {
+        return;
+    }
+    let _serial = common::serial();
+    let mut guard = JournalGuard::new();
+    let (tid, go, handle) = busy_then_sleepy(Duration::from_millis(300), 300);
+    wait_sleeping(&[tid]);
+    let tracer = Tracer::start_with(
+        &online_cpus(),
+        vec![TraceTarget {
+            tid,
+            name: "sleepy".into(),
+        }],
+        Duration::from_millis(100),
+        None,
+        Wakings::CrossCpu,
+        &mut guard.journal,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        tracer.waking_cross_cpu_only(),
+        "this kernel takes the filter"
+    );
+    go.send(()).expect("go");
+    handle.join().expect("thread");
+    let fin = tracer.stop();
+    assert!(fin.failure.is_none(), "{:?}", fin.failure);
+    // The thread has exited: its counts were read while it ran, so compare with the
+    // 300 sleeps it made (one voluntary switch each, plus a few preemptions).
+    let t = task(&fin, tid);
+    eprintln!(
+        "switches_in {}, blocked {}, preempted {}, wakeups {} ({} unseen), filled {}, inferred {}, latency {:?}",
+        t.switches_in, t.blocked, t.preempted, t.wakeups, t.wakeups_unseen,
+        fin.idle_switches_filled, fin.idle_switches_inferred, t.wakeup_latency
+    );
+    assert!(
+        (300..=330).contains(&t.blocked),
+        "one block per sleep: {}",
+        t.blocked
+    );
+    // Every block is followed by a switch-in (the last one's switch-in ends the thread).
+    assert!(
+        t.switches_in >= t.blocked && t.switches_in <= t.blocked + t.preempted + 2,
+        "switches_in {} vs blocked {} + preempted {}",
+        t.switches_in,
+        t.blocked,
+        t.preempted
+    );
+    // Timer wake-ups: each sleep's end is a wake-up, seen or (raised in an idle CPU's
+    // interrupt on a kernel that shows nothing from idle) counted as unseen.
+    // The first (from the sleep on `go`, begun before the trace) is not known as one.
+    assert!(
+        t.wakeups + 3 >= t.blocked,
+        "wakeups {} vs blocked {}",
+        t.wakeups,
+        t.blocked
+    );
+    // A kernel that hides wake-ups from idle hides the switches from idle too: those
+    // were filled from the records or, where the records were off, inferred.
+    if t.wakeups_unseen > 0 {
+        assert!(fin.idle_switches_filled + fin.idle_switches_inferred > 0);
+    }
+    assert_eq!(fin.lost, 0);
 }
 
 #[test]
