@@ -193,7 +193,7 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     // out of the spinner's part: the lower bound also loses cpu0's steal. Each end can
     // lag a tick (4 ms) of run time: 0.01 either way covers that.
     let t = r["summary_s"].as_f64().expect("summary_s");
-    let steal = cpu(&r, 0)["steal"].as_f64().expect("steal");
+    let steal = cpu(&r, 0)["steal_share"].as_f64().expect("steal");
     let fifo_share = fifo["cpu_share"].as_f64().expect("share");
     let (low, high) = ((t - 0.1) / t - steal - 0.01, (t - 0.05) / t + 0.01);
     assert!(
@@ -238,12 +238,15 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");
     assert_eq!(task(&r, "hog-1")["nice"], 10);
-    let lat = &r["metrics"]["latency_ns"];
-    for key in ["min", "p50", "p90", "p99", "p999", "max", "count"] {
+    let lat = &r["metrics"]["latency"];
+    for key in [
+        "min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns", "count",
+    ] {
         assert!(lat[key].is_u64(), "latency lacks {key}: {lat}");
     }
     assert!(
-        lat["min"].as_u64() <= lat["p50"].as_u64() && lat["p50"].as_u64() <= lat["max"].as_u64()
+        lat["min_ns"].as_u64() <= lat["p50_ns"].as_u64()
+            && lat["p50_ns"].as_u64() <= lat["max_ns"].as_u64()
     );
 
     let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);

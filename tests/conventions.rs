@@ -170,7 +170,7 @@ fn schema_errors(name: &str, doc: &Value) -> Vec<String> {
 
 /// The header every document carries, checked against what this machine says.
 fn assert_header(doc: &Value, command: &str, started: SystemTime) {
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     let version = doc["schedlab_version"].as_str().expect("schedlab_version");
     assert!(version.starts_with(env!("CARGO_PKG_VERSION")), "{version}");
     let start = humantime::parse_rfc3339(doc["start_time"].as_str().expect("start_time"))
@@ -262,7 +262,7 @@ fn every_json_document_has_the_header_and_validates_against_its_schema() {
     }
 
     let run = document("run", &["yield-latency", "--duration", "1s", "--json", "-"]);
-    let lat = &run["metrics"]["latency_ns"];
+    let lat = &run["metrics"]["latency"];
     assert_eq!(
         histogram_total(&lat["histogram"]),
         lat["count"].as_u64().expect("count"),
