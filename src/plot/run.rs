@@ -11,7 +11,7 @@ use super::compare::{bar_panel, Group};
 use super::latency::{histogram_panel, HistogramText, LatencyCurve};
 use super::style::{
     color, footed, footer_text, headroom, label_rows, legend, line_chart, line_width, linear_top,
-    plot_unit, si_tick, titled, trim_number, Axes, Line, Mark, Marker, LEGEND_W,
+    plot_unit, si_tick, titled, trim_number, Axes, Line, LogTicks, Mark, Marker, LEGEND_W,
 };
 use crate::report::{counted, RunReport};
 
@@ -84,8 +84,9 @@ where
         // A third of the way up the decade above the bottom, clear of both ticks.
         y_break: zero.map(|floor| floor * 10f64.powf(0.35)),
     };
-    if scale != YScale::Linear {
-        line_chart(
+    match scale {
+        YScale::Linear => line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note),
+        YScale::Log => line_chart(
             area,
             x,
             y.clone().log_scale(),
@@ -94,10 +95,30 @@ where
             &marks,
             &axes,
             note,
-        )
-    } else {
-        line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note)
+        ),
+        YScale::LogFromZero(floor) => line_chart(
+            area,
+            x,
+            LogTicks::new(y.clone(), zero_keys(floor, y.end)),
+            &y,
+            lines,
+            &marks,
+            &axes,
+            note,
+        ),
     }
+}
+
+/// Ticks of a log axis whose bottom stands for 0: the bottom ("0") always, then the
+/// decades above it, every other or fewer when there are more than five.
+fn zero_keys(floor: f64, top: f64) -> Vec<f64> {
+    let first = floor.log10().round() as i32 + 1;
+    let last = top.log10().floor() as i32;
+    let n = (last - first + 1).max(0) as usize;
+    let step = n.div_ceil(5).max(1);
+    std::iter::once(floor)
+        .chain((first..=last).step_by(step).map(|k| 10f64.powi(k)))
+        .collect()
 }
 
 pub(super) fn draw_run<DB: DrawingBackend>(

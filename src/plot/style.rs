@@ -503,3 +503,40 @@ impl Ranged for Ticks {
         self.inner.range()
     }
 }
+
+/// A log f64 axis whose ticks are exactly `keys`: a broken axis' bottom gets its "0" tick
+/// whichever decades plotters would have picked.
+pub(super) struct LogTicks {
+    inner: LogCoord<f64>,
+    keys: Vec<f64>,
+}
+
+impl LogTicks {
+    pub(super) fn new(range: Range<f64>, keys: Vec<f64>) -> LogTicks {
+        LogTicks {
+            inner: range.log_scale().into(),
+            keys,
+        }
+    }
+}
+
+impl Ranged for LogTicks {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.keys.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.inner.range()
+    }
+}
