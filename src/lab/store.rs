@@ -19,7 +19,7 @@ pub struct LatencyInterval {
     /// The top of the interval's highest bucket, capped at the run's max so far: within
     /// 1/64 of the interval's true max.
     pub max_ns: u64,
-    /// Latencies recorded in the interval.
+    /// Latencies recorded in the interval (they add up to the whole run's count).
     pub count: u64,
 }
 
@@ -452,7 +452,10 @@ impl Store {
             Some(prev) => total.since(prev),
             None => total.clone(),
         };
-        if delta.count > 0 {
+        // Counted from the buckets, as the whole run's percentiles are: the worker may
+        // have raised its count before the bucket (see AtomicHistogram).
+        let count: u64 = delta.buckets.iter().sum();
+        if count > 0 {
             // `since` keeps the whole run's max: the interval's own is its top bucket's.
             let top = delta.buckets.iter().rposition(|&n| n > 0);
             let point = LatencyInterval {
@@ -460,7 +463,7 @@ impl Store {
                 p50_ns: delta.quantile(0.5),
                 p99_ns: delta.quantile(0.99),
                 max_ns: top.map_or(total.max, |i| bucket_bounds(i).1.min(total.max)),
-                count: delta.count,
+                count,
             };
             push_bounded(&mut self.latency, point, self.retention);
         }
