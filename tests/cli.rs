@@ -111,7 +111,7 @@ fn json_report_has_the_documented_shape_and_kernel_read_back() {
     let (w, rd) = (share(writer), share(task(&r, "reader")));
     let cpu0 = cpu(&r, 0);
     assert!(
-        cpu0["idle"].as_f64().expect("idle") <= 0.02,
+        cpu0["idle_share"].as_f64().expect("idle_share") <= 0.02,
         "CPU 0 idle while an always-runnable writer is pinned there: {cpu0}"
     );
     // What the pair gets depends on what other programs take of CPU 0 (steal, foreign
@@ -514,7 +514,7 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
     assert!(a > 0.0 && b > 0.0, "both ran: {a} {b}");
     let cpu0 = cpu(&r, 0);
     assert!(
-        cpu0["idle"].as_f64().expect("idle") <= 0.02,
+        cpu0["idle_share"].as_f64().expect("idle_share") <= 0.02,
         "two spinners keep CPU 0 busy: {cpu0}"
     );
     let warnings = r["warnings"].to_string();
