@@ -176,8 +176,8 @@ fn documented_verdict(f: &Value) -> &'static str {
             band(v("p99_us"), 200.0, 2000.0),
             band(v("max_us"), 2000.0, 50_000.0),
         ),
-        "switch_cost_same_cpu" => band(v("usecs_per_op"), 10.0, 30.0),
-        "switch_cost_cross_cpu" => band(v("usecs_per_op"), 30.0, 200.0),
+        "switch_cost_same_cpu" => band(v("us_per_op"), 10.0, 30.0),
+        "switch_cost_cross_cpu" => band(v("us_per_op"), 30.0, 200.0),
         "traced_wakeup_latency" => band(num(&d["wakeup_latency_us"]["p99_us"], "p99"), 50.0, 200.0),
         "pipe_wakeup_batch_ratio" => {
             let slow = d["batch_runs"]
@@ -216,13 +216,16 @@ fn documented_verdict(f: &Value) -> &'static str {
                 .as_array()
                 .map(|c| {
                     c.iter()
-                        .map(|c| num(&c["steal"], "steal"))
+                        .map(|c| num(&c["steal_share"], "steal_share"))
                         .fold(0.0, f64::max)
                 })
                 .unwrap_or(0.0);
-            worst(band(v("total"), 0.02, 0.10), band(worst_cpu, 0.05, 0.20))
+            worst(
+                band(v("steal_share"), 0.02, 0.10),
+                band(worst_cpu, 0.05, 0.20),
+            )
         }
-        "cpu_speed" => band(v("spread"), 0.10, 0.25),
+        "cpu_speed" => band(v("spread_fraction"), 0.10, 0.25),
         // As root with RT sysctls writable: notable while any other knob is read-only.
         "knobs" => {
             if v("read_only") > 0.0 {
@@ -451,10 +454,7 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
     // more nice-0 hog on that CPU in one run than in the other (the pair then gets 2/3).
     let same = finding(report, "switch_cost_same_cpu");
     let same_us = num(&same["value"], "same");
-    assert_eq!(
-        num(&same["details"]["usecs_per_op"], "usecs_per_op"),
-        same_us
-    );
+    assert_eq!(num(&same["details"]["us_per_op"], "us_per_op"), same_us);
     assert!(same["details"]["loops"].as_u64().is_some_and(|n| n > 1000));
     agrees(
         "switch_cost_same_cpu us/op",
@@ -552,7 +552,7 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
 
     // Steal: a share of the time; per CPU, for every CPU.
     let steal = finding(report, "steal_time");
-    let total = num(&steal["details"]["total"], "total");
+    let total = num(&steal["details"]["steal_share"], "steal_share");
     assert!((0.0..=1.0).contains(&total));
     assert_eq!(
         steal["details"]["per_cpu"].as_array().map(Vec::len),
@@ -569,7 +569,10 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
         );
         assert!(on_cpu > 1e8 && on_wall <= on_cpu * 1.01, "{c}");
     }
-    assert!((0.0..1.0).contains(&num(&speed["details"]["spread"], "spread")));
+    assert!((0.0..1.0).contains(&num(
+        &speed["details"]["spread_fraction"],
+        "spread_fraction"
+    )));
 
     // Knobs: as root the RT sysctls are writable; the value counts the writable ones.
     let knobs = finding(report, "knobs");

@@ -111,7 +111,7 @@ fn json_report_has_the_documented_shape_and_kernel_read_back() {
     let (w, rd) = (share(writer), share(task(&r, "reader")));
     let cpu0 = cpu(&r, 0);
     assert!(
-        cpu0["idle"].as_f64().expect("idle") <= 0.02,
+        cpu0["idle_share"].as_f64().expect("idle_share") <= 0.02,
         "CPU 0 idle while an always-runnable writer is pinned there: {cpu0}"
     );
     // What the pair gets depends on what other programs take of CPU 0 (steal, foreign
@@ -193,7 +193,7 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     // out of the spinner's part: the lower bound also loses cpu0's steal. Each end can
     // lag a tick (4 ms) of run time: 0.01 either way covers that.
     let t = r["summary_s"].as_f64().expect("summary_s");
-    let steal = cpu(&r, 0)["steal"].as_f64().expect("steal");
+    let steal = cpu(&r, 0)["steal_share"].as_f64().expect("steal");
     let fifo_share = fifo["cpu_share"].as_f64().expect("share");
     let (low, high) = ((t - 0.1) / t - steal - 0.01, (t - 0.05) / t + 0.01);
     assert!(
@@ -238,12 +238,15 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");
     assert_eq!(task(&r, "hog-1")["nice"], 10);
-    let lat = &r["metrics"]["latency_ns"];
-    for key in ["min", "p50", "p90", "p99", "p999", "max", "count"] {
+    let lat = &r["metrics"]["latency"];
+    for key in [
+        "min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns", "count",
+    ] {
         assert!(lat[key].is_u64(), "latency lacks {key}: {lat}");
     }
     assert!(
-        lat["min"].as_u64() <= lat["p50"].as_u64() && lat["p50"].as_u64() <= lat["max"].as_u64()
+        lat["min_ns"].as_u64() <= lat["p50_ns"].as_u64()
+            && lat["p50_ns"].as_u64() <= lat["max_ns"].as_u64()
     );
 
     let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
@@ -511,7 +514,7 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
     assert!(a > 0.0 && b > 0.0, "both ran: {a} {b}");
     let cpu0 = cpu(&r, 0);
     assert!(
-        cpu0["idle"].as_f64().expect("idle") <= 0.02,
+        cpu0["idle_share"].as_f64().expect("idle_share") <= 0.02,
         "two spinners keep CPU 0 busy: {cpu0}"
     );
     let warnings = r["warnings"].to_string();

@@ -170,7 +170,7 @@ fn schema_errors(name: &str, doc: &Value) -> Vec<String> {
 
 /// The header every document carries, checked against what this machine says.
 fn assert_header(doc: &Value, command: &str, started: SystemTime) {
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     let version = doc["schedlab_version"].as_str().expect("schedlab_version");
     assert!(version.starts_with(env!("CARGO_PKG_VERSION")), "{version}");
     let start = humantime::parse_rfc3339(doc["start_time"].as_str().expect("start_time"))
@@ -207,7 +207,152 @@ fn document(command: &str, args: &[&str]) -> Value {
     assert_header(&doc, command, started);
     let errors = schema_errors(command, &doc);
     assert!(errors.is_empty(), "{command}: {}", errors.join("\n"));
+    let unitless = unitless_numbers(&doc);
+    assert!(
+        unitless.is_empty(),
+        "{command}: numbers whose name says no unit: {}",
+        unitless.join(", ")
+    );
     doc
+}
+
+/// Name endings that say a number's unit: times, rates, sizes, frequencies, CPUs (CPU
+/// seconds per second), and fractions (0..1; `_error` is a fraction of CPU time in every
+/// document), or a time per thing (`tracer_ns_per_event`, `us_per_op`).
+const UNIT_SUFFIXES: &[&str] = &[
+    "_ns",
+    "_us",
+    "_ms",
+    "_s",
+    "_per_s",
+    "_bytes",
+    "_hz",
+    "_cpus",
+    "_share",
+    "_fraction",
+    "_ratio",
+    "_error",
+];
+
+/// Numbers with no unit because they are counts, identifiers or ratios; each is checked
+/// by name wherever it occurs.
+const UNITLESS: &[&str] = &[
+    // Counts.
+    "count",
+    "cpus",
+    "jobs",
+    "samples",
+    "rounds",
+    "partial_runs",
+    "foreign_load_runs",
+    "progress_total",
+    "latency_dropped",
+    "events",
+    "lost",
+    "undecodable",
+    "switches_in",
+    "wakeups",
+    "wakeups_unseen",
+    "preempted",
+    "blocked",
+    "migrations",
+    "procfs_switches",
+    "procfs_voluntary",
+    "waking_cross_cpu_only",
+    "idle_switches_filled",
+    "idle_switches_inferred",
+    "loops",
+    "overruns",
+    "slices",
+    "tasks",
+    "writable",
+    "read_only",
+    // Identifiers and levels: which CPU, task, round; a nice value, an RT priority; the
+    // document's own version.
+    "cpu",
+    "last_cpu",
+    "worst_cpu",
+    "pid",
+    "tid",
+    "nice",
+    "rt_priority",
+    "priority",
+    "outlier_rounds",
+    "schema_version",
+    // Ratios: B/A, trace/procfs, cross-CPU/same-CPU switch cost.
+    "ratios",
+    "ratio_median",
+    "switches_vs_procfs",
+    "ratio_to_same_cpu",
+    // A fraction of a CPU (the singular of `_share`).
+    "share",
+    // A sweep row's knob value: in the knob's own unit, which its name says
+    // (sys.rt_runtime_us).
+    "value",
+];
+
+/// Every number in `doc` (by path) whose name carries no unit and is not a known count,
+/// identifier or ratio. A number beside a `unit` string (a headline's or finding's
+/// `value`) is in that unit, and so are the `a` and `b` sides of a compared metric.
+fn unitless_numbers(doc: &Value) -> Vec<String> {
+    fn named_with_unit(name: &str) -> bool {
+        UNIT_SUFFIXES.iter().any(|s| name.ends_with(s))
+            || ["_ns_per_", "_us_per_"].iter().any(|s| name.contains(s))
+            || name.starts_with("us_per_")
+            || UNITLESS.contains(&name)
+    }
+    fn walk(v: &Value, name: &str, path: &str, has_unit: bool, out: &mut Vec<String>) {
+        match v {
+            Value::Number(_) if !has_unit && !named_with_unit(name) => out.push(path.into()),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, name, &format!("{path}[{i}]"), has_unit, out);
+                }
+            }
+            Value::Object(map) => {
+                let unit = has_unit || map.get("unit").is_some_and(Value::is_string);
+                for (k, item) in map {
+                    // The unit covers its own object's numbers (and lists of them) and
+                    // the compared sides; a nested object (a finding's details) names its
+                    // own.
+                    let plain = match item {
+                        Value::Array(a) => a.iter().all(Value::is_number),
+                        other => other.is_number(),
+                    };
+                    let inherits = unit && (plain || k == "a" || k == "b");
+                    walk(item, k, &format!("{path}.{k}"), inherits, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(doc, "", "", false, &mut out);
+    out
+}
+
+#[test]
+fn the_unit_audit_flags_unitless_numbers_and_passes_counts_and_units() {
+    let doc = serde_json::json!({
+        "duration_s": 1.0,
+        "count": 3,
+        "metrics": {
+            "cpu": [{ "cpu": 0, "busy_share": 0.5, "busy": 0.5 }],
+            "latency": { "p50_ns": 1200, "p50": 1200 },
+            "headline": { "value": 3.0, "unit": "ns" },
+        },
+        "compare": [{ "unit": "%", "a": { "min": 1.0, "values": [1.0] }, "ratios": [1.1] }],
+        "trace": { "tracer_ns_per_event": 90.0, "window_monotonic_s": [1.0, 2.0] },
+        "findings": [{ "unit": "us", "value": 3.0, "details": { "total": 0.1 } }],
+    });
+    assert_eq!(
+        unitless_numbers(&doc),
+        [
+            ".findings[0].details.total",
+            ".metrics.cpu[0].busy",
+            ".metrics.latency.p50"
+        ]
+    );
 }
 
 /// A histogram's counts add up to the count its percentiles were taken over.
@@ -262,12 +407,32 @@ fn every_json_document_has_the_header_and_validates_against_its_schema() {
     }
 
     let run = document("run", &["yield-latency", "--duration", "1s", "--json", "-"]);
-    let lat = &run["metrics"]["latency_ns"];
+    let lat = &run["metrics"]["latency"];
     assert_eq!(
         histogram_total(&lat["histogram"]),
         lat["count"].as_u64().expect("count"),
         "{lat}"
     );
+    // The latency over the run: every interval's count adds up to the whole run's.
+    let intervals = lat["intervals"].as_array().expect("intervals");
+    assert!(!intervals.is_empty(), "{lat}");
+    // The first sample, at 0 s, holds what the workers timed before it.
+    let mut last_t = -1.0;
+    for i in intervals {
+        let t = i["t_s"].as_f64().expect("t_s");
+        let (p50, p99, max) = (
+            i["p50_ns"].as_u64(),
+            i["p99_ns"].as_u64(),
+            i["max_ns"].as_u64(),
+        );
+        assert!(t > last_t && p50 <= p99 && p99 <= max, "{i}");
+        last_t = t;
+    }
+    let counted: u64 = intervals
+        .iter()
+        .map(|i| i["count"].as_u64().expect("count"))
+        .sum();
+    assert_eq!(counted, lat["count"].as_u64().expect("count"));
 
     let sweep = document(
         "sweep",

@@ -470,7 +470,7 @@ fn a_run_that_changes_rt_runtime_restores_it_and_the_journal_goes() {
     // Both threads share one CPU; the hypervisor's steal time comes out of what
     // the throttle leaves to the fair thread, so it is counted on the fair side.
     let cpu = fair["last_cpu"].as_u64().expect("cpu") as usize;
-    let steal = report["metrics"]["cpu"][cpu]["steal"]
+    let steal = report["metrics"]["cpu"][cpu]["steal_share"]
         .as_f64()
         .expect("steal");
     let context = format!(
@@ -485,11 +485,11 @@ fn a_run_that_changes_rt_runtime_restores_it_and_the_journal_goes() {
     assert!((report["summary_from_s"].as_f64().expect("from") - 1.0).abs() < 0.25);
     // The cap frees 0.4 of CPU 0 and the fair thread, always runnable, leaves none of it
     // idle; it shares it with whatever else runs there: the hypervisor's steal and other
-    // programs, both in `foreign_cpu` (busy + steal on the run's CPUs from /proc/stat,
+    // programs, both in `foreign_cpus` (busy + steal on the run's CPUs from /proc/stat,
     // less the experiment's and schedlab's own CPU time; 0.1-0.5 CPU on a loaded CI
     // machine). 0.1 below 0.4 covers the 0.06 the cap's window may miss by, a /proc/stat
     // tick and schedlab's own threads.
-    let others = report["metrics"]["foreign_cpu"]
+    let others = report["metrics"]["foreign_cpus"]
         .as_f64()
         .unwrap_or(steal)
         .max(steal);
@@ -1185,7 +1185,7 @@ period = "10ms"
         .as_array()
         .expect("cpus")
         .iter()
-        .filter_map(|c| c["steal"].as_f64())
+        .filter_map(|c| c["steal_share"].as_f64())
         .fold(0.0, f64::max);
     let low = 0.2 * (1.0 - steal) - 0.01;
     assert!(

@@ -96,7 +96,7 @@ fn yield_batches_without_a_switch_are_dropped_and_counted() {
         "--set",
         "yield-1.cpus=1",
     ]);
-    assert!(r["metrics"]["latency_ns"].is_null(), "{}", r["metrics"]);
+    assert!(r["metrics"]["latency"].is_null(), "{}", r["metrics"]);
     let dropped = r["metrics"]["latency_dropped"].as_u64().expect("dropped");
     // At ~0.3 us per yield the pair runs hundreds of thousands of 10-yield batches.
     assert!(dropped > 1000, "{dropped}");
@@ -106,7 +106,7 @@ fn yield_batches_without_a_switch_are_dropped_and_counted() {
     // Together on CPU 0 nearly every batch counts (a few at the start, before the
     // partner has left its start gate, may not).
     let r = run_json(&["yield-latency", "--duration", "1s"]);
-    let lat = &r["metrics"]["latency_ns"];
+    let lat = &r["metrics"]["latency"];
     let count = lat["count"].as_u64().expect("count");
     let dropped = r["metrics"]["latency_dropped"].as_u64().expect("dropped");
     assert!(dropped * 100 < count, "{dropped} dropped of {count}: {lat}");

@@ -367,8 +367,9 @@ fn latency_presets_get_per_interval_percentiles() {
         app.update(Action::Batch(Box::new(b)));
     }
     assert_eq!(app.live.store.latency.len(), 3);
-    let (_, p50, p99) = app.live.store.latency[2];
-    assert!(p50 >= 1000.0 && p99 >= p50, "{p50} {p99}");
+    let l = app.live.store.latency[2];
+    assert!(l.p50_ns >= 1000 && l.p99_ns >= l.p50_ns, "{l:?}");
+    assert_eq!(l.count, 100, "the third batch added 100 latencies");
 }
 
 #[test]

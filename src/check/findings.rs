@@ -101,7 +101,7 @@ pub(super) fn switch_finding(
     f.details = json!({
         "loops": p.loops,
         "elapsed_s": p.elapsed.as_secs_f64(),
-        "usecs_per_op": f.value,
+        "us_per_op": f.value,
         "ops_per_s": if f.value > 0.0 { 1e6 / f.value } else { 0.0 },
         "chunk_min_us": range.map(|r| r.0),
         "chunk_max_us": range.map(|r| r.1),
@@ -138,7 +138,10 @@ pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) 
     if fin.lost > 0 {
         return f.skipped(
             Verdict::Notable,
-            format!("not judged: the trace lost {} events", fin.lost),
+            format!(
+                "not judged: the trace lost {}",
+                crate::report::counted(fin.lost, "event")
+            ),
         );
     }
     f.judged(verdict::verdict_traced_wakeup(w.p50_us, w.p99_us, vm))
@@ -260,7 +263,7 @@ pub(super) fn fairness_finding(mut f: Finding, r: &RunReport) -> Finding {
         .iter()
         .filter_map(|t| t.ideal_share.map(|i| (t, t.cpu_share - i)))
         .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
-        .map(|(t, d)| json!({ "task": t.name, "nice": t.nice, "share": t.cpu_share, "off_by": d }));
+        .map(|(t, d)| json!({ "task": t.name, "nice": t.nice, "share": t.cpu_share, "off_by_share": d }));
     f.details = json!({
         "fairness_error": error,
         "split_error": split_error,
@@ -426,7 +429,7 @@ pub(super) fn speed_finding(
             })
         })
         .collect();
-    f.details = json!({ "per_cpu": per_cpu, "spread": spread });
+    f.details = json!({ "per_cpu": per_cpu, "spread_fraction": spread });
     f.judged(verdict::verdict_cpu_speed(&values))
 }
 
@@ -448,8 +451,8 @@ pub(super) fn steal_finding(mut f: Finding, a: &StatSnapshot, b: &StatSnapshot) 
         format!("{} (worst cpu{} {})", pct(total), worst.0, pct(worst.1))
     };
     f.details = json!({
-        "total": total,
-        "per_cpu": per_cpu.iter().map(|(c, s)| json!({ "cpu": c, "steal": s })).collect::<Vec<_>>(),
+        "steal_share": total,
+        "per_cpu": per_cpu.iter().map(|(c, s)| json!({ "cpu": c, "steal_share": s })).collect::<Vec<_>>(),
         "worst_cpu": worst.0,
     });
     f.judged(verdict::verdict_steal(total, worst.1))

@@ -9,7 +9,7 @@ use crate::workload::histogram::{bucket_bounds, Histogram};
 
 /// Log-linear buckets are SUB per power of two; a quarter of them make one plotted bin, so a
 /// curve has 4 points per doubling: smooth enough, and still a histogram on a log axis.
-const MERGE: usize = crate::workload::histogram::SUB / 4;
+const MERGE: usize = crate::workload::histogram::REPORT_MERGE;
 
 /// Histogram as (latency in µs, % of wakeups) per bin, every bin between the first and
 /// the last non-empty one (empty bins as 0 so the curve drops to the axis).
@@ -38,37 +38,15 @@ pub fn histogram_curve(h: &Histogram) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// A histogram as steps (bin low and high in µs, % of wakeups) with p50, p99 and max.
+/// A histogram as steps (bin low and high in µs, % of wakeups) with p50, p99 and max:
+/// the same quarter-octave bins a run's JSON reports.
 pub fn latency_curve(name: &str, h: &Histogram) -> Option<crate::plot::LatencyCurve> {
     let p = h.percentiles()?;
-    let total = p.count as f64;
-    let bins: Vec<(u64, u64)> = h
-        .buckets
-        .chunks(MERGE)
-        .enumerate()
-        .map(|(i, c)| (i as u64, c.iter().sum()))
-        .collect();
-    let first = bins.iter().position(|(_, n)| *n > 0)?;
-    let last = bins.iter().rposition(|(_, n)| *n > 0)?;
-    let steps = bins[first..=last]
-        .iter()
-        .map(|&(i, n)| {
-            let i = i as usize;
-            let lo = bucket_bounds(i * MERGE).0 as f64 / 1e3;
-            let hi = (bucket_bounds(i * MERGE + MERGE - 1).1 as f64 + 1.0) / 1e3;
-            (lo, hi, n as f64 * 100.0 / total)
-        })
-        .collect();
-    let us = |ns: u64| ns as f64 / 1e3;
-    Some(crate::plot::LatencyCurve {
-        name: name.to_string(),
-        bins: steps,
-        marks: vec![
-            ("p50".into(), us(p.p50)),
-            ("p99".into(), us(p.p99)),
-            ("max".into(), us(p.max)),
-        ],
-    })
+    Some(crate::plot::LatencyCurve::from_buckets(
+        name,
+        &h.report_buckets(),
+        &p,
+    ))
 }
 
 /// Write the check's plots into `dir` (created if needed); returns the files written.
@@ -94,7 +72,7 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             &path,
             "Timer wakeup latency, 1 ms clock_nanosleep (cyclictest)",
             &curves,
-            &footer(&format!("{wakeups} wakeups")),
+            &footer(&crate::report::counted(wakeups, "wakeup")),
         )?;
         written.push(path);
     }
@@ -106,8 +84,8 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             "µs per round trip (bar: whole run; whisker: fastest to slowest tenth of it)",
             &report.data.switch_cost,
             &footer(&format!(
-                "{} runs, each timed in tenths",
-                report.data.switch_cost.len()
+                "{}, each timed in tenths",
+                crate::report::counted(report.data.switch_cost.len() as u64, "run")
             )),
         )?;
         written.push(path);
@@ -119,7 +97,10 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             "Pinned spin loop per CPU",
             "M iterations/s (bar: best slice; whisker: slowest to fastest slice)",
             &report.data.cpu_speed,
-            &footer(&format!("{} CPUs measured", report.data.cpu_speed.len())),
+            &footer(&format!(
+                "{} measured",
+                crate::report::counted(report.data.cpu_speed.len() as u64, "CPU")
+            )),
         )?;
         written.push(path);
     }

@@ -53,9 +53,9 @@ fn header(r: &CheckReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "schedlab check on Linux {} ({} CPUs{}){}",
+        "schedlab check on Linux {} ({}{}){}",
         r.kernel,
-        r.cpus,
+        crate::report::counted(r.cpus as u64, "CPU"),
         if r.vm { ", virtual machine" } else { "" },
         if r.quick { ", quick" } else { "" }
     );

@@ -224,7 +224,7 @@ fn metrics_of(r: &RunReport) -> Vec<(String, String, f64)> {
             m.throughput_per_s,
         ));
     }
-    if let Some(l) = &m.latency_ns {
+    if let Some(l) = &m.latency {
         if h.kind != "latency" {
             out.push(("latency p50".into(), "ns".into(), l.p50 as f64));
         }
@@ -518,12 +518,11 @@ fn render_heading(r: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "compare {} on Linux {} ({} CPUs): {} round{} of A then B, {:.1} s each{}",
+        "compare {} on Linux {} ({}): {} of A then B, {:.1} s each{}",
         r.preset,
         r.kernel,
-        r.cpus,
-        r.rounds,
-        if r.rounds == 1 { "" } else { "s" },
+        crate::report::counted(r.cpus as u64, "CPU"),
+        crate::report::counted(r.rounds as u64, "round"),
         r.duration_s,
         if r.interrupted { " (interrupted)" } else { "" }
     );

@@ -31,7 +31,7 @@ pub struct SweepRow {
     /// A setting that defines the experiment was refused in this row's run.
     pub partial: bool,
     /// CPU others took on the experiment's CPUs, and whether that flags the row.
-    pub foreign_cpu: Option<f64>,
+    pub foreign_cpus: Option<f64>,
     pub foreign_load: bool,
 }
 
@@ -122,7 +122,7 @@ pub fn sweep(
             },
             warnings: r.warnings.clone(),
             partial: r.partial,
-            foreign_cpu: r.metrics.foreign_cpu,
+            foreign_cpus: r.metrics.foreign_cpus,
             foreign_load: r.foreign_load,
         });
         if r.interrupted {
@@ -146,11 +146,11 @@ pub fn render(r: &SweepReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "sweep of {} on {} (Linux {}, {} CPUs), {:.1} s per value{}{}",
+        "sweep of {} on {} (Linux {}, {}), {:.1} s per value{}{}",
         r.knob,
         r.preset,
         r.kernel,
-        r.cpus,
+        crate::report::counted(r.cpus as u64, "CPU"),
         r.duration_s,
         if r.summary_from_s > 0.0 {
             format!(", measured after a {:.1} s warm-up", r.summary_from_s)

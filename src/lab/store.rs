@@ -7,7 +7,21 @@ use crate::cpuset::CpuSet;
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
 use crate::trace::{Preemptor, TaskInterval, TraceBatch};
-use crate::workload::histogram::Histogram;
+use crate::workload::histogram::{bucket_bounds, Histogram};
+
+/// The latency of one sample interval, merged over the tasks that measure it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LatencyInterval {
+    /// Seconds since the run started, at the end of the interval.
+    pub t_s: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    /// The top of the interval's highest bucket, capped at the run's max so far: within
+    /// 1/64 of the interval's true max.
+    pub max_ns: u64,
+    /// Latencies recorded in the interval (they add up to the whole run's count).
+    pub count: u64,
+}
 
 /// Rates of one task over one interval (or a whole run).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -209,9 +223,8 @@ pub struct Store {
     /// The latest sample of each task, alive or not (policy, nice, CPUs as the kernel
     /// reports them).
     pub latest: Vec<TaskSample>,
-    /// Per-interval latency percentiles of the tasks that measure latency, merged:
-    /// (t, p50 ns, p99 ns).
-    pub latency: VecDeque<(f64, f64, f64)>,
+    /// Per-interval latency of the tasks that measure latency, merged.
+    pub latency: VecDeque<LatencyInterval>,
     latency_prev: Option<Histogram>,
     /// Every latency sample so far, merged over the tasks.
     pub latency_total: Option<Histogram>,
@@ -439,12 +452,19 @@ impl Store {
             Some(prev) => total.since(prev),
             None => total.clone(),
         };
-        if delta.count > 0 {
-            let point = (
-                self.t_s(batch.t_ns),
-                delta.quantile(0.5) as f64,
-                delta.quantile(0.99) as f64,
-            );
+        // Counted from the buckets, as the whole run's percentiles are: the worker may
+        // have raised its count before the bucket (see AtomicHistogram).
+        let count: u64 = delta.buckets.iter().sum();
+        if count > 0 {
+            // `since` keeps the whole run's max: the interval's own is its top bucket's.
+            let top = delta.buckets.iter().rposition(|&n| n > 0);
+            let point = LatencyInterval {
+                t_s: self.t_s(batch.t_ns),
+                p50_ns: delta.quantile(0.5),
+                p99_ns: delta.quantile(0.99),
+                max_ns: top.map_or(total.max, |i| bucket_bounds(i).1.min(total.max)),
+                count,
+            };
             push_bounded(&mut self.latency, point, self.retention);
         }
         self.latency_prev = Some(total.clone());

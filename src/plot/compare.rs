@@ -12,6 +12,7 @@ use super::style::{
 };
 use super::{Bar, Whisker};
 use crate::headless::compare::{ratio_text, short, CompareReport, MetricStats, Stats};
+use crate::report::counted;
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {
@@ -84,7 +85,11 @@ pub(super) fn draw_compare<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let samples = format!("{} rounds of A and B, {:.1} s each", r.rounds, r.duration_s);
+    let samples = format!(
+        "{} of A and B, {:.1} s each",
+        counted(r.rounds as u64, "round"),
+        r.duration_s
+    );
     let root = &footed(root, &footer_text(&r.kernel, r.cpus, &samples))?;
     let area = compare_heading(root, r)?;
     // The key for the two colours, on a line of its own.
@@ -111,19 +116,18 @@ where
     DB::ErrorType: 'static,
 {
     let title = format!(
-        "{} - Linux {}, {} CPUs: A ({}) vs B ({})",
+        "{} - Linux {}, {}: A ({}) vs B ({})",
         r.preset,
         r.kernel,
-        r.cpus,
+        counted(r.cpus as u64, "CPU"),
         side_text(&r.a),
         side_text(&r.b)
     );
     let title_size = if title.chars().count() > 95 { 18 } else { 22 };
     let area = root.margin(6, 0, 0, 0).titled(&title, font(title_size))?;
     let sub = format!(
-        "{} round{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots beside: every round; above: median of B/A per round{}",
-        r.rounds,
-        if r.rounds == 1 { "" } else { "s" },
+        "{} of A then B, {:.1} s each; bars: median, whiskers: min-max, dots beside: every round; above: median of B/A per round{}",
+        counted(r.rounds as u64, "round"),
         r.duration_s,
         if r.interrupted { "; interrupted" } else { "" }
     );

@@ -68,6 +68,7 @@ where
         x_fmt: &x_fmt,
         y_fmt: &|v| trim_number(*v),
         y_labels: 8,
+        y_break: None,
     };
     if log_x {
         line_chart(

@@ -1,4 +1,5 @@
-//! The latency figure: step histograms on log-log axes with p50/p99/max marked per series.
+//! The latency figure: step histograms on log-log axes with p50/p99/max marked per series;
+//! its panel is also the run figure's latency histogram.
 
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -8,6 +9,7 @@ use super::style::{
     color, footed, headroom, legend, line_chart, si_tick, titled, Axes, Line, Mark, Marker,
     LEGEND_W,
 };
+use crate::workload::histogram::{Percentiles, ReportBucket};
 
 /// One histogram: its name, bins as (low µs, high µs, % of samples), and marks such as
 /// ("p99", 120.0) in µs.
@@ -15,6 +17,40 @@ pub struct LatencyCurve {
     pub name: String,
     pub bins: Vec<(f64, f64, f64)>,
     pub marks: Vec<(String, f64)>,
+}
+
+impl LatencyCurve {
+    /// A report's non-empty buckets as steps, a bin at 0 % across every gap between them
+    /// (the curve drops to the floor there instead of cutting across), with the
+    /// percentiles' p50, p99 and max marked.
+    pub fn from_buckets(name: &str, buckets: &[ReportBucket], p: &Percentiles) -> LatencyCurve {
+        let total: u64 = buckets.iter().map(|b| b.count).sum();
+        let us = |ns: u64| ns as f64 / 1e3;
+        let mut bins: Vec<(f64, f64, f64)> = Vec::with_capacity(buckets.len() * 2);
+        let mut prev_end: Option<u64> = None;
+        for b in buckets {
+            // A bucket covers low..=high: it ends where the next one could start.
+            let end = b.high_ns.saturating_add(1);
+            if let Some(e) = prev_end.filter(|&e| e < b.low_ns) {
+                bins.push((us(e), us(b.low_ns), 0.0));
+            }
+            bins.push((
+                us(b.low_ns),
+                us(end),
+                b.count as f64 * 100.0 / total.max(1) as f64,
+            ));
+            prev_end = Some(end);
+        }
+        LatencyCurve {
+            name: name.to_string(),
+            bins,
+            marks: vec![
+                ("p50".into(), us(p.p50)),
+                ("p99".into(), us(p.p99)),
+                ("max".into(), us(p.max)),
+            ],
+        }
+    }
 }
 
 /// "62 µs", "1.2 ms": a marker's value.
@@ -26,6 +62,13 @@ fn us_text(us: f64) -> String {
     } else {
         format!("{us:.1} µs")
     }
+}
+
+/// What a histogram panel says: its axes, and the note when there is nothing to draw.
+pub(super) struct HistogramText<'a> {
+    pub(super) x_desc: &'a str,
+    pub(super) y_desc: &'a str,
+    pub(super) empty: &'a str,
 }
 
 pub(super) fn draw_latency<DB: DrawingBackend>(
@@ -45,8 +88,34 @@ where
     )?;
     let (w, _) = body.dim_in_pixel();
     let (plot, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
-    let plot = plot.margin(10, 10, 10, 10);
     let n = curves.len();
+    let colors: Vec<RGBColor> = (0..n).map(|i| color(i, n)).collect();
+    let text = HistogramText {
+        x_desc: "latency (µs, log)",
+        y_desc: "% of wakeups (log)",
+        empty: "no wakeups",
+    };
+    histogram_panel(&plot.margin(10, 10, 10, 10), curves, &colors, &text)?;
+    let entries: Vec<(String, RGBColor, Mark)> = curves
+        .iter()
+        .zip(&colors)
+        .map(|(c, &col)| (c.name.clone(), col, Mark::Line))
+        .collect();
+    legend(&side, 16, &entries)
+}
+
+/// Histograms as steps on log-log axes, curve i in `colors[i]`, each with its marks as
+/// dashed lines labelled in the headroom.
+pub(super) fn histogram_panel<DB: DrawingBackend>(
+    plot: &DrawingArea<DB, Shift>,
+    curves: &[LatencyCurve],
+    colors: &[RGBColor],
+    text: &HistogramText,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let colour = |i: usize| colors.get(i).copied().unwrap_or(BLACK);
     let bins = || curves.iter().flat_map(|c| c.bins.iter());
     let nonzero = bins().map(|b| b.2).filter(|p| *p > 0.0);
     // A log axis has no 0: empty bins sit on the floor, half the smallest share drawn.
@@ -70,7 +139,7 @@ where
         .iter()
         .enumerate()
         .map(|(i, c)| Line {
-            color: color(i, n),
+            color: colour(i),
             width: 2,
             points: c
                 .bins
@@ -87,14 +156,14 @@ where
             c.marks.iter().map(move |(label, us)| Marker {
                 t: *us,
                 label: format!("{label} {}", us_text(*us)),
-                color: color(i, n),
+                color: colour(i),
             })
         })
         .filter(|m| m.t > 0.0)
         .collect();
     // One label row per marker: a few markers, and none can cover another.
     let marks: Vec<(&Marker, usize)> = markers.iter().enumerate().map(|(k, m)| (m, k)).collect();
-    let y_top = headroom(&plot, floor, y_max, markers.len(), true);
+    let y_top = headroom(plot, floor, y_max, markers.len(), true);
     let y = floor..y_top;
     let fmt = |v: &f64| {
         if *v >= 1.0 {
@@ -104,26 +173,21 @@ where
         }
     };
     let axes = Axes {
-        x_desc: "latency (µs, log)",
-        y_desc: "% of wakeups (log)",
+        x_desc: text.x_desc,
+        y_desc: text.y_desc,
         x_fmt: &|v| si_tick(*v),
         y_fmt: &fmt,
         y_labels: 6,
+        y_break: None,
     };
     line_chart(
-        &plot,
+        plot,
         x.log_scale(),
         y.clone().log_scale(),
         &y,
         &lines,
         &marks,
         &axes,
-        empty.then_some("no wakeups"),
-    )?;
-    let entries: Vec<(String, RGBColor, Mark)> = curves
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name.clone(), color(i, n), Mark::Line))
-        .collect();
-    legend(&side, 16, &entries)
+        empty.then_some(text.empty),
+    )
 }

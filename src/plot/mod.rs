@@ -69,10 +69,14 @@ pub fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-/// Time series of a run: CPU share, switches and the headline group's throughput, with
-/// every knob change marked.
+/// Time series of a run: CPU share, switches and the headline group's throughput (a
+/// latency preset: its latency over time and histogram), with every knob change marked.
 pub fn plot_run(report: &RunReport, path: &Path) -> Result<()> {
-    save(path, TALL, &Figure::Run(report))
+    save(
+        path,
+        (TALL.0, run::run_height(report)),
+        &Figure::Run(report),
+    )
 }
 
 /// CPU share of each task and the headline over the swept knob's values.

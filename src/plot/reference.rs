@@ -47,10 +47,13 @@ fn reference(name: &str) -> PathBuf {
 }
 
 /// Renders `draw` into an SVG and compares its summary with the stored one.
-/// With `SCHEDLAB_KEEP_PLOTS=DIR` the figure is also drawn as DIR/name.png to look at.
+/// With `SCHEDLAB_KEEP_PLOTS=DIR` the figure is also drawn as DIR/name.png and .svg to
+/// look at.
 fn check(name: &str, draw: impl Fn(&Path) -> Result<()>) {
     if let Some(keep) = std::env::var_os("SCHEDLAB_KEEP_PLOTS") {
-        draw(&Path::new(&keep).join(format!("{name}.png"))).unwrap();
+        for ext in ["png", "svg"] {
+            draw(&Path::new(&keep).join(format!("{name}.{ext}"))).unwrap();
+        }
     }
     let dir = tempfile::tempdir().unwrap();
     let svg_path = dir.path().join(format!("{name}.svg"));
@@ -192,4 +195,73 @@ fn latency_matches_reference() {
     check("latency", |p| {
         plot_latency(p, "Timer wakeup latency", &curves, &f)
     });
+}
+
+/// A yield-latency run: switches around 1.2 µs with a tail to 3 ms, its p50 rising after
+/// the knob change at 2 s.
+fn yield_latency_report() -> RunReport {
+    use crate::lab::store::LatencyInterval;
+    use crate::workload::histogram::Histogram;
+    let mut r = run_report(2, "yields");
+    r.preset = "yield-latency".into();
+    for (t, name) in r.tasks.iter_mut().zip(["yield-0", "yield-1"]) {
+        t.name = name.into();
+        t.group = "yield".into();
+    }
+    r.series.tasks = vec!["yield-0".into(), "yield-1".into()];
+    // 10 000 switches: most at 1.1-1.5 µs, a few at 2-6 µs, one each at 40 µs and 3 ms.
+    let values = (0..10_000u64).map(|i| match i % 1000 {
+        0 => 40_000 + i,
+        1 if i == 1 => 3_000_000,
+        2..=60 => 2_000 + 70 * (i % 60),
+        _ => 1_100 + (i * 7) % 400,
+    });
+    let h = Histogram::from_values(values);
+    let p = h.percentiles().expect("values");
+    let intervals = (1..=40)
+        .map(|k| {
+            let t_s = k as f64 * 0.1;
+            let later = if t_s >= 2.0 { 1.4 } else { 1.0 };
+            LatencyInterval {
+                t_s,
+                p50_ns: (1_250.0 * later) as u64,
+                p99_ns: (2_900.0 * later) as u64 + 10 * k,
+                max_ns: if k == 17 { 3_000_000 } else { 40_000 + 500 * k },
+                count: 250,
+            }
+        })
+        .collect();
+    r.metrics.latency = Some(crate::report::LatencyReport {
+        percentiles: p,
+        histogram: h.report_buckets(),
+        intervals,
+    });
+    r.metrics.latency_dropped = Some(3);
+    r.metrics.headline = crate::report::Headline {
+        kind: "latency".into(),
+        task: "yield".into(),
+        value: p.p50 as f64,
+        unit: "ns".into(),
+        text: String::new(),
+    };
+    r
+}
+
+#[test]
+fn run_yield_latency_shows_its_latency_over_time_and_histogram() {
+    check("run_yield_latency", |p| {
+        plot_run(&yield_latency_report(), p)
+    });
+}
+
+#[test]
+fn run_pipe_wakeup_with_zero_switches_keeps_them_on_a_zero_tick() {
+    // The reader sleeps through the first second: no switches in those samples.
+    let mut r = run_report(2, "bytes");
+    for p in r.series.points.iter_mut() {
+        if p.task == 1 && p.t_s <= 1.0 {
+            p.switches_per_s = 0.0;
+        }
+    }
+    check("run_pipe_wakeup_zero", |p| plot_run(&r, p));
 }

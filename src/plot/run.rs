@@ -8,14 +8,45 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::compare::{bar_panel, Group};
+use super::latency::{histogram_panel, HistogramText, LatencyCurve};
 use super::style::{
     color, footed, footer_text, headroom, label_rows, legend, line_chart, line_width, linear_top,
-    plot_unit, si_tick, titled, trim_number, Axes, Line, Mark, Marker, LEGEND_W,
+    plot_unit, si_tick, titled, trim_number, Axes, Line, LogTicks, Mark, Marker, LEGEND_W,
 };
-use crate::report::RunReport;
+use crate::report::{counted, RunReport};
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
 pub(super) const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);
+
+/// The per-interval latency lines: greys, apart from the tasks' tab10 colours.
+pub(super) const LATENCY_P50: RGBColor = BLACK;
+pub(super) const LATENCY_P99: RGBColor = RGBColor(120, 120, 120);
+pub(super) const LATENCY_MAX: RGBColor = RGBColor(185, 185, 185);
+
+/// The height of a run figure: a latency run has a fourth panel.
+pub(super) fn run_height(r: &RunReport) -> u32 {
+    if shows_latency(r) {
+        1160
+    } else {
+        super::TALL.1
+    }
+}
+
+/// A latency preset's figure shows its headline: latency over time and its histogram
+/// (in place of the throughput panel).
+fn shows_latency(r: &RunReport) -> bool {
+    r.metrics.headline.kind == "latency"
+}
+
+/// How a time panel's y axis is scaled.
+#[derive(Clone, Copy, PartialEq)]
+enum YScale {
+    Linear,
+    Log,
+    /// Logarithmic above a bottom that stands for 0: its tick reads "0", the axis is
+    /// broken just above it, and zero values are drawn on it (a log axis has no 0).
+    LogFromZero(f64),
+}
 
 /// A time panel: lines over x, dashed markers with their labels in the headroom.
 #[allow(clippy::too_many_arguments)]
@@ -23,7 +54,7 @@ fn time_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     x: Range<f64>,
     y: Range<f64>,
-    log_y: bool,
+    scale: YScale,
     lines: &[Line],
     markers: &[Marker],
     x_desc: &str,
@@ -35,10 +66,14 @@ where
 {
     let (rows, _) = label_rows(area, &x, markers)?;
     let marks: Vec<(&Marker, usize)> = markers.iter().zip(rows).collect();
-    let y_fmt: fn(&f64) -> String = if log_y {
-        |v| si_tick(*v)
-    } else {
-        |v| trim_number(*v)
+    let zero = match scale {
+        YScale::LogFromZero(floor) => Some(floor),
+        _ => None,
+    };
+    let y_fmt = |v: &f64| match (scale, zero) {
+        (_, Some(floor)) if *v <= floor * 1.001 => "0".to_string(),
+        (YScale::Linear, _) => trim_number(*v),
+        _ => si_tick(*v),
     };
     let axes = Axes {
         x_desc,
@@ -46,9 +81,12 @@ where
         x_fmt: &|v| trim_number(*v),
         y_fmt: &y_fmt,
         y_labels: 6,
+        // A third of the way up the decade above the bottom, clear of both ticks.
+        y_break: zero.map(|floor| floor * 10f64.powf(0.35)),
     };
-    if log_y {
-        line_chart(
+    match scale {
+        YScale::Linear => line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note),
+        YScale::Log => line_chart(
             area,
             x,
             y.clone().log_scale(),
@@ -57,10 +95,30 @@ where
             &marks,
             &axes,
             note,
-        )
-    } else {
-        line_chart(area, x, y.clone(), &y, lines, &marks, &axes, note)
+        ),
+        YScale::LogFromZero(floor) => line_chart(
+            area,
+            x,
+            LogTicks::new(y.clone(), zero_keys(floor, y.end)),
+            &y,
+            lines,
+            &marks,
+            &axes,
+            note,
+        ),
     }
+}
+
+/// Ticks of a log axis whose bottom stands for 0: the bottom ("0") always, then the
+/// decades above it, every other or fewer when there are more than five.
+fn zero_keys(floor: f64, top: f64) -> Vec<f64> {
+    let first = floor.log10().round() as i32 + 1;
+    let last = top.log10().floor() as i32;
+    let n = (last - first + 1).max(0) as usize;
+    let step = n.div_ceil(5).max(1);
+    std::iter::once(floor)
+        .chain((first..=last).step_by(step).map(|k| 10f64.powi(k)))
+        .collect()
 }
 
 pub(super) fn draw_run<DB: DrawingBackend>(
@@ -74,7 +132,8 @@ where
     let body = titled(root, &run_title(r), &run_subtitle(r))?;
     let (w, _) = body.dim_in_pixel();
     let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
-    let panels = plots.split_evenly((3, 1));
+    let latency = shows_latency(r);
+    let panels = plots.split_evenly((if latency { 4 } else { 3 }, 1));
 
     let x_end = r
         .series
@@ -97,7 +156,10 @@ where
     draw_cpu_share_panel(&panels[0], &axis, &lines.cpu)?;
     draw_switches_panel(&panels[1], &axis, &lines.switches)?;
     let fair = r.tasks.iter().any(|t| t.ideal_share.is_some());
-    if fair {
+    if latency {
+        draw_latency_time_panel(&panels[2], &axis, r)?;
+        draw_latency_histogram_panel(&panels[3], r)?;
+    } else if fair {
         draw_fairness_panel(&panels[2], r)?;
     } else {
         draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?;
@@ -115,11 +177,20 @@ fn run_samples(r: &RunReport) -> String {
         .collect();
     times.sort_unstable();
     times.dedup();
-    format!("{} samples of {} tasks", times.len(), r.series.tasks.len())
+    format!(
+        "{} of {}",
+        counted(times.len() as u64, "sample"),
+        counted(r.series.tasks.len() as u64, "task")
+    )
 }
 
 fn run_title(r: &RunReport) -> String {
-    format!("{} - Linux {}, {} CPUs", r.preset, r.kernel, r.cpus)
+    format!(
+        "{} - Linux {}, {}",
+        r.preset,
+        r.kernel,
+        counted(r.cpus as u64, "CPU")
+    )
 }
 
 fn run_subtitle(r: &RunReport) -> String {
@@ -197,8 +268,7 @@ impl RunLines {
                 l.points.push((p.t_s, p.cpu_share * 100.0));
             }
             if let Some(l) = switches.get_mut(p.task) {
-                // A log axis has no 0: below one switch per second counts as one.
-                l.points.push((p.t_s, p.switches_per_s.max(1.0)));
+                l.points.push((p.t_s, p.switches_per_s));
             }
             if in_group.get(p.task).copied().unwrap_or(false) {
                 let e = throughput
@@ -254,7 +324,7 @@ where
         area,
         axis.x.clone(),
         0.0..cpu_top,
-        false,
+        YScale::Linear,
         lines,
         axis.markers,
         "time (s)",
@@ -271,22 +341,121 @@ fn draw_switches_panel<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let sw_max = lines
+    let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let sw_max = values().fold(1.0, f64::max);
+    let least = values().filter(|v| *v > 0.0).fold(1.0, f64::min);
+    // The decade at or below every rate (one switch per second unless some are lower);
+    // with zeros, one decade more that stands for 0.
+    let bottom = 10f64.powf(least.log10().floor());
+    let (lo, scale) = if values().any(|v| v <= 0.0) {
+        (bottom / 10.0, YScale::LogFromZero(bottom / 10.0))
+    } else {
+        (bottom, YScale::Log)
+    };
+    let on_axis: Vec<Line> = lines
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(1.0, f64::max);
-    let sw_top = headroom(area, 1.0, sw_max * 1.5, axis.label_rows, true);
+        .map(|l| Line {
+            color: l.color,
+            width: l.width,
+            points: l.points.iter().map(|&(t, v)| (t, v.max(lo))).collect(),
+        })
+        .collect();
+    let sw_top = headroom(area, lo, sw_max * 1.5, axis.label_rows, true);
     time_panel(
         area,
         axis.x.clone(),
-        1.0..sw_top,
-        true,
-        lines,
+        lo..sw_top,
+        scale,
+        &on_axis,
         axis.markers,
         "time (s)",
         "switches/s per task (log)",
         axis.no_data,
     )
+}
+
+/// The headline group's latency per sample interval: p50, p99 and max, in µs on a log axis.
+fn draw_latency_time_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    axis: &TimeAxis,
+    r: &RunReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let intervals = r.metrics.latency.as_ref().map_or(&[][..], |l| &l.intervals);
+    let line =
+        |color: RGBColor, width: u32, ns: fn(&crate::lab::store::LatencyInterval) -> u64| Line {
+            color,
+            width,
+            points: intervals
+                .iter()
+                .filter(|i| ns(i) > 0)
+                .map(|i| (i.t_s, ns(i) as f64 / 1e3))
+                .collect(),
+        };
+    // Drawn bottom to top in the legend's order reversed: max under p99 under p50.
+    let lines = [
+        line(LATENCY_MAX, 1, |i| i.max_ns),
+        line(LATENCY_P99, 2, |i| i.p99_ns),
+        line(LATENCY_P50, 2, |i| i.p50_ns),
+    ];
+    let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let least = values().fold(f64::INFINITY, f64::min);
+    let lo = if least.is_finite() {
+        10f64.powf(least.log10().floor())
+    } else {
+        1.0
+    };
+    let top = headroom(
+        area,
+        lo,
+        values().fold(lo * 10.0, f64::max) * 1.5,
+        axis.label_rows,
+        true,
+    );
+    let note = if intervals.is_empty() {
+        Some("no latency samples")
+    } else {
+        axis.no_data
+    };
+    time_panel(
+        area,
+        axis.x.clone(),
+        lo..top,
+        YScale::Log,
+        &lines,
+        axis.markers,
+        "time (s)",
+        &format!("{} switch latency (µs, log)", r.metrics.headline.task),
+        note,
+    )
+}
+
+/// The whole run's latency histogram as steps, p50, p99 and max marked.
+fn draw_latency_histogram_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    r: &RunReport,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let curves: Vec<LatencyCurve> = r
+        .metrics
+        .latency
+        .iter()
+        .map(|l| LatencyCurve::from_buckets("whole run", &l.histogram, &l.percentiles))
+        .collect();
+    let x_desc = format!(
+        "{} switch latency, whole run (µs, log; bins of a quarter octave)",
+        r.metrics.headline.task
+    );
+    let text = HistogramText {
+        x_desc: &x_desc,
+        y_desc: "% of switches (log)",
+        empty: "no latency samples",
+    };
+    histogram_panel(area, &curves, &[BLACK], &text)
 }
 
 /// The headline group's summed progress, in a unit scaled to its largest value.
@@ -318,7 +487,7 @@ where
         area,
         axis.x.clone(),
         0.0..tp_top,
-        false,
+        YScale::Linear,
         &[tp_line],
         axis.markers,
         "time (s)",
@@ -402,7 +571,15 @@ where
             (label, color(i, n), Mark::Line)
         })
         .collect();
-    if fair {
+    if shows_latency(r) {
+        for (what, c) in [
+            ("p50", LATENCY_P50),
+            ("p99", LATENCY_P99),
+            ("max", LATENCY_MAX),
+        ] {
+            entries.push((format!("latency {what} per interval"), c, Mark::Line));
+        }
+    } else if fair {
         entries.push(("ideal share".into(), IDEAL, Mark::Line));
     } else {
         entries.push((

@@ -106,7 +106,11 @@ where
 
 /// The footer's text: "Linux 6.18.44, 2 CPUs; host h, 2026-12-01 21:40 UTC; 40 samples".
 pub(super) fn footer_text(kernel: &str, cpus: usize, samples: &str) -> String {
-    format!("Linux {kernel}, {cpus} CPUs; {}; {samples}", super::stamp())
+    format!(
+        "Linux {kernel}, {}; {}; {samples}",
+        crate::report::counted(cpus as u64, "CPU"),
+        super::stamp()
+    )
 }
 
 /// [`display_unit`] for figures: micro is written µ.
@@ -315,6 +319,9 @@ pub(super) struct Axes<'a> {
     pub(super) x_fmt: &'a dyn Fn(&f64) -> String,
     pub(super) y_fmt: &'a dyn Fn(&f64) -> String,
     pub(super) y_labels: usize,
+    /// Where a log y axis is broken: the axis' bottom stands for 0 (its tick reads "0")
+    /// and the break mark goes at this value above it.
+    pub(super) y_break: Option<f64>,
 }
 
 /// The chart builder every panel starts from: one margin and label-area layout.
@@ -375,6 +382,11 @@ where
             line.color.stroke_width(line.width),
         ))?;
     }
+    if let Some(at) = axes.y_break {
+        let (ax, ay) = area.get_base_pixel();
+        let (px, py) = chart.backend_coord(&(chart.x_range().start, at));
+        draw_axis_break(area, (px - ax, py - ay))?;
+    }
     let plot = chart.plotting_area().strip_coord_spec();
     let (base_x, _) = plot.get_base_pixel();
     let (plot_w, _) = plot.dim_in_pixel();
@@ -396,6 +408,26 @@ where
     }
     if let Some(note) = note {
         draw_note(&plot, note)?;
+    }
+    Ok(())
+}
+
+/// The mark of a broken axis at `at` (pixels in `area`) on a vertical axis: a white gap
+/// in the axis line between two short parallel slashes.
+fn draw_axis_break<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, at: (i32, i32)) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (x, y) = at;
+    area.draw(&Rectangle::new(
+        [(x - 7, y - 3), (x + 7, y + 3)],
+        WHITE.filled(),
+    ))?;
+    for dy in [-3, 3] {
+        area.draw(&PathElement::new(
+            vec![(x - 7, y + dy + 3), (x + 7, y + dy - 3)],
+            BLACK.stroke_width(1),
+        ))?;
     }
     Ok(())
 }
@@ -452,6 +484,43 @@ impl Ticks {
 }
 
 impl Ranged for Ticks {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.keys.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// A log f64 axis whose ticks are exactly `keys`: a broken axis' bottom gets its "0" tick
+/// whichever decades plotters would have picked.
+pub(super) struct LogTicks {
+    inner: LogCoord<f64>,
+    keys: Vec<f64>,
+}
+
+impl LogTicks {
+    pub(super) fn new(range: Range<f64>, keys: Vec<f64>) -> LogTicks {
+        LogTicks {
+            inner: range.log_scale().into(),
+            keys,
+        }
+    }
+}
+
+impl Ranged for LogTicks {
     type FormatOption = DefaultFormatting;
     type ValueType = f64;
 

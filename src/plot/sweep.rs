@@ -11,6 +11,7 @@ use super::style::{
     plot_unit, titled, trim_number, Mark, Ticks, LEGEND_W, X_AREA,
 };
 use crate::headless::sweep::SweepReport;
+use crate::report::counted;
 
 /// Key points and labels of a sweep's x axis: the values themselves when they are all
 /// numbers, else evenly spaced categories.
@@ -112,7 +113,11 @@ pub(super) fn draw_sweep<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let samples = format!("{} runs of {:.1} s", r.rows.len(), r.duration_s);
+    let samples = format!(
+        "{} of {:.1} s",
+        counted(r.rows.len() as u64, "run"),
+        r.duration_s
+    );
     let root = &footed(root, &footer_text(&r.kernel, r.cpus, &samples))?;
     let body = titled(root, &sweep_title(r), &sweep_subtitle(r))?;
     let (w, _) = body.dim_in_pixel();
@@ -130,15 +135,18 @@ where
 
 fn sweep_title(r: &SweepReport) -> String {
     format!(
-        "{} - Linux {}, {} CPUs: sweep of {}",
-        r.preset, r.kernel, r.cpus, r.knob
+        "{} - Linux {}, {}: sweep of {}",
+        r.preset,
+        r.kernel,
+        counted(r.cpus as u64, "CPU"),
+        r.knob
     )
 }
 
 fn sweep_subtitle(r: &SweepReport) -> String {
     format!(
-        "{} values, {:.1} s each{}{}",
-        r.rows.len(),
+        "{}, {:.1} s each{}{}",
+        counted(r.rows.len() as u64, "value"),
         r.duration_s,
         if r.summary_from_s > 0.0 {
             format!(" (measured after {:.1} s of warm-up)", r.summary_from_s)

@@ -224,13 +224,13 @@ pub(super) fn run_report(n: usize, unit: &str) -> RunReport {
         metrics: Metrics {
             throughput_per_s: 36e6,
             throughput_unit: unit.into(),
-            latency_ns: None,
+            latency: None,
             latency_dropped: None,
             fairness_error: None,
             stages: Vec::new(),
             cpu: Vec::new(),
             cpu_idle_share: 0.0,
-            foreign_cpu: None,
+            foreign_cpus: None,
             headline: Headline {
                 kind: "throughput".into(),
                 task: group.into(),
@@ -301,7 +301,7 @@ pub(super) fn sweep_report(values: &[&str], tasks: usize) -> SweepReport {
                 },
                 warnings: Vec::new(),
                 partial: false,
-                foreign_cpu: None,
+                foreign_cpus: None,
                 foreign_load: false,
             })
             .collect(),

@@ -47,15 +47,16 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         Some(super::LatencyReport {
             percentiles: h.percentiles()?,
             histogram: h.report_buckets(),
+            intervals: store.latency.iter().copied().collect(),
         })
     });
-    let latency_ns = latency.as_ref().map(|l| l.percentiles);
+    let percentiles = latency.as_ref().map(|l| l.percentiles);
     let headline = headline(
         preset,
         &tasks,
         throughput,
         &unit,
-        latency_ns,
+        percentiles,
         latency_dropped,
         fairness,
     );
@@ -63,7 +64,7 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
     let cpu_idle_share = if cpu.is_empty() {
         0.0
     } else {
-        cpu.iter().map(|c| c.idle).sum::<f64>() / cpu.len() as f64
+        cpu.iter().map(|c| c.idle_share).sum::<f64>() / cpu.len() as f64
     };
     let refused = f.started.warnings.clone();
     let mut report = RunReport {
@@ -80,14 +81,14 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         metrics: Metrics {
             throughput_per_s: throughput,
             throughput_unit: unit,
-            latency_ns: latency,
+            latency,
             latency_dropped,
             fairness_error: fairness,
             stages: stages(workload, store.start_ns.unwrap_or(0)),
             cpu,
             cpu_idle_share,
             // Without a cgroup, what a command forks is not counted as the experiment's.
-            foreign_cpu: store
+            foreign_cpus: store
                 .foreign_summary()
                 .filter(|_| workload.usage().is_some() || !workload.forks()),
             headline,
@@ -123,7 +124,7 @@ pub fn event_report(e: &KnobEvent) -> EventReport {
 /// Say when others took more of the experiment's CPUs than the limit, or that it could
 /// not be measured.
 fn flag_foreign_load(report: &mut RunReport, store: &Store, workload: &Workload) {
-    match report.metrics.foreign_cpu {
+    match report.metrics.foreign_cpus {
         Some(f) if f > FOREIGN_LIMIT_CPU => {
             report.foreign_load = true;
             report.warnings.push(format!(
@@ -312,7 +313,8 @@ fn latency_text(group: &str, latency: Option<Percentiles>, dropped: Option<u64>)
             ns(l.max)
         ),
         (None, Some(n)) if n > 0 => format!(
-            "{group} timed no switch: all {n} batches were dropped (the partner never ran between the yields on the same CPU)"
+            "{group} timed no switch: {} dropped (the partner never ran between the yields on the same CPU)",
+            if n == 1 { "its one batch was".to_string() } else { format!("all {n} batches were") }
         ),
         (None, _) => format!("{group} recorded no latency samples"),
     }
@@ -357,9 +359,9 @@ fn cpu_reports(store: &Store) -> Vec<CpuReport> {
         .enumerate()
         .map(|(cpu, r)| CpuReport {
             cpu,
-            busy: r.busy,
-            steal: r.steal,
-            idle: (1.0 - r.busy - r.steal).max(0.0),
+            busy_share: r.busy,
+            steal_share: r.steal,
+            idle_share: (1.0 - r.busy - r.steal).max(0.0),
         })
         .collect()
 }

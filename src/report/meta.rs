@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 /// The shape of the JSON documents; raised when a field is renamed or removed.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 static START: OnceLock<SystemTime> = OnceLock::new();
 
@@ -38,7 +38,7 @@ pub struct Machine {
     /// so, None on bare metal.
     pub virtualization: Option<String>,
     /// The kernel's tick rate (CONFIG_HZ), when its config is readable.
-    pub hz: Option<u32>,
+    pub tick_hz: Option<u32>,
     /// The unit of /proc times (USER_HZ).
     pub user_hz: u64,
     /// "none", "voluntary", "full", "lazy" or "rt"; "dynamic" when the kernel can switch
@@ -68,7 +68,7 @@ impl Meta {
             machine: Machine {
                 cpus: crate::system::online_cpus().count(),
                 virtualization: virtualization(),
-                hz: kernel_config()
+                tick_hz: kernel_config()
                     .as_deref()
                     .and_then(|c| config_value(c, "CONFIG_HZ"))
                     .and_then(|v| v.parse().ok()),

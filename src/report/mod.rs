@@ -23,13 +23,16 @@ pub fn per_s<S: serde::Serializer>(unit: &str, s: S) -> Result<S::Ok, S::Error> 
     }
 }
 
-/// The yield-latency worker's latency (ns): its percentiles and its histogram.
+/// The yield-latency worker's latency: its percentiles, its histogram and its course
+/// over the run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LatencyReport {
     #[serde(flatten)]
     pub percentiles: Percentiles,
-    /// Non-empty buckets, one per power of two of ns.
+    /// The whole run's non-empty buckets, a quarter octave each.
     pub histogram: Vec<crate::workload::histogram::ReportBucket>,
+    /// Per sample interval (those that recorded any): p50, p99, max and count.
+    pub intervals: Vec<crate::lab::store::LatencyInterval>,
 }
 
 impl std::ops::Deref for LatencyReport {
@@ -93,12 +96,14 @@ pub struct StageReport {
     pub wall_s: f64,
 }
 
+/// One CPU over the summary: fractions (0..1) of its time busy, stolen by the
+/// hypervisor and idle.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CpuReport {
     pub cpu: usize,
-    pub busy: f64,
-    pub steal: f64,
-    pub idle: f64,
+    pub busy_share: f64,
+    pub steal_share: f64,
+    pub idle_share: f64,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -108,8 +113,8 @@ pub struct Metrics {
     #[serde(serialize_with = "per_s")]
     pub throughput_unit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_ns: Option<LatencyReport>,
-    /// Timed batches left out of `latency_ns` because the partner did not run between
+    pub latency: Option<LatencyReport>,
+    /// Timed batches left out of `latency` because the partner did not run between
     /// the yields on the same CPU (present when the run measures latency).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_dropped: Option<u64>,
@@ -123,7 +128,7 @@ pub struct Metrics {
     /// CPU time others took on the experiment's CPUs (busy + steal minus the
     /// experiment's tasks and schedlab), in CPUs, over the summary.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub foreign_cpu: Option<f64>,
+    pub foreign_cpus: Option<f64>,
     pub headline: Headline,
 }
 
@@ -204,6 +209,16 @@ pub struct EventReport {
     pub setting: String,
     pub result: String,
     pub ok: bool,
+}
+
+/// "1 task", "2 tasks", "1 batch", "3 batches": a count and its noun, singular for
+/// one. `noun` is the singular; its plural takes -es after s, x, ch and sh.
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    let es = ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e));
+    format!("{n} {noun}{}", if es { "es" } else { "s" })
 }
 
 /// `1.2k`, `3.4M`: short numbers for a table.
@@ -328,10 +343,10 @@ pub fn render_table(r: &RunReport) -> String {
 fn write_heading(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
-        "{} on Linux {} ({} CPUs), {:.1} s sampled every {} ms{}",
+        "{} on Linux {} ({}), {:.1} s sampled every {} ms{}",
         r.preset,
         r.kernel,
-        r.cpus,
+        counted(r.cpus as u64, "CPU"),
         r.duration_s,
         r.interval_ms,
         if r.interrupted { " (interrupted)" } else { "" }
@@ -397,7 +412,14 @@ fn write_cpus(out: &mut String, m: &Metrics) {
     let cpus: Vec<String> = m
         .cpu
         .iter()
-        .map(|c| format!("cpu{} busy {}% steal {}%", c.cpu, pct(c.busy), pct(c.steal)))
+        .map(|c| {
+            format!(
+                "cpu{} busy {}% steal {}%",
+                c.cpu,
+                pct(c.busy_share),
+                pct(c.steal_share)
+            )
+        })
         .collect();
     if !cpus.is_empty() {
         let _ = writeln!(out, "{}", cpus.join(", "));
@@ -421,20 +443,23 @@ fn write_stages(out: &mut String, m: &Metrics) {
 /// The latency percentiles, when the run measured them, and the batches left out.
 fn write_latency(out: &mut String, m: &Metrics) {
     let dropped = match m.latency_dropped {
-        Some(n) if n > 0 => format!(", {n} batches dropped: the partner did not run in them"),
+        Some(n) if n > 0 => format!(
+            ", {} dropped: the partner did not run in them",
+            counted(n, "batch")
+        ),
         _ => String::new(),
     };
-    if let Some(l) = &m.latency_ns {
+    if let Some(l) = &m.latency {
         let _ = writeln!(
             out,
-            "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({} samples{dropped})",
+            "latency per switch: min {} p50 {} p90 {} p99 {} p99.9 {} max {} ({}{dropped})",
             ns(l.min),
             ns(l.p50),
             ns(l.p90),
             ns(l.p99),
             ns(l.p999),
             ns(l.max),
-            l.count
+            counted(l.count, "sample")
         );
     }
 }
@@ -452,7 +477,7 @@ pub fn verdict_prefix(r: &RunReport) -> String {
     if r.foreign_load {
         why.push(format!(
             "other programs took {:.2} CPU of its CPUs",
-            r.metrics.foreign_cpu.unwrap_or(0.0)
+            r.metrics.foreign_cpus.unwrap_or(0.0)
         ));
     }
     if why.is_empty() {
@@ -478,5 +503,15 @@ mod tests {
         assert_eq!(rate(470.0, "loops"), "470 loops/s");
         assert_eq!(ns(1500), "1.5 us");
         assert_eq!(ns(56_000_000), "56.0 ms");
+    }
+
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(counted(1, "task"), "1 task");
+        assert_eq!(counted(0, "task"), "0 tasks");
+        assert_eq!(counted(2, "CPU"), "2 CPUs");
+        assert_eq!(counted(1, "batch"), "1 batch");
+        assert_eq!(counted(3, "batch"), "3 batches");
+        assert_eq!(counted(2, "process"), "2 processes");
     }
 }

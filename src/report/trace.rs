@@ -77,8 +77,8 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
     }
     if trace.lost > 0 {
         report.warnings.push(format!(
-            "the trace lost {} events (its rings were full): its counts are low by about that many",
-            trace.lost
+            "the trace lost {} (its rings were full): its counts are low by about that many",
+            super::counted(trace.lost, "event")
         ));
     }
     // The report's tasks are the workload's, in order: the same index as the store's.
@@ -285,8 +285,11 @@ pub fn write_table(out: &mut String, r: &RunReport) {
     };
     let _ = writeln!(
         out,
-        "scheduler trace: {} events ({:.0}/s), {} lost, tracer {:.0} ns/event",
-        t.events, t.events_per_s, t.lost, t.tracer_ns_per_event
+        "scheduler trace: {} ({:.0}/s), {} lost, tracer {:.0} ns/event",
+        super::counted(t.events, "event"),
+        t.events_per_s,
+        t.lost,
+        t.tracer_ns_per_event
     );
     let mut rows: Vec<Vec<String>> = vec![[
         "  task",

@@ -392,7 +392,12 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
 fn marks_line(app: &App, hidden: usize, width: u16) -> Line<'static> {
     let (from, _) = window(app);
     let visible: Vec<&(f64, String)> = app.live.marks.iter().filter(|(t, _)| *t >= from).collect();
-    let hidden = (hidden > 0).then(|| format!("(+{hidden} graphs on a taller terminal)"));
+    let hidden = (hidden > 0).then(|| {
+        format!(
+            "(+{} on a taller terminal)",
+            crate::report::counted(hidden as u64, "graph")
+        )
+    });
     let line = |changes: Vec<String>| {
         let mut spans = vec![Span::styled("changes: ", theme::dim(app))];
         spans.extend(
@@ -589,10 +594,10 @@ fn render_headline(frame: &mut Frame, area: Rect, app: &App) {
 fn render_latency(frame: &mut Frame, area: Rect, app: &App, group: &str) {
     let (from, to) = window(app);
     let latency = &app.live.store.latency;
-    let first = start(latency, from, |p| p.0);
-    let pts = |f: fn(&(f64, f64, f64)) -> f64| {
+    let first = start(latency, from, |p| p.t_s);
+    let pts = |f: fn(&crate::lab::store::LatencyInterval) -> f64| {
         decimate(
-            latency.range(first..).map(|p| (p.0, f(p))),
+            latency.range(first..).map(|p| (p.t_s, f(p))),
             from,
             to,
             columns(area),
@@ -601,11 +606,11 @@ fn render_latency(frame: &mut Frame, area: Rect, app: &App, group: &str) {
     let series = vec![
         Series {
             name: "p50".into(),
-            points: pts(|p| p.1),
+            points: pts(|p| p.p50_ns as f64),
         },
         Series {
             name: "p99".into(),
-            points: pts(|p| p.2),
+            points: pts(|p| p.p99_ns as f64),
         },
     ];
     draw(

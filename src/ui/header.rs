@@ -48,7 +48,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         piece(" schedlab ", theme::title(app), Some(2)),
         piece(format!(" {preset}"), theme::key(app), None),
         piece(format!("  Linux {}", app.kernel), Style::default(), Some(0)),
-        piece(format!("  {} CPUs", app.cpus), Style::default(), Some(3)),
+        piece(
+            format!("  {}", crate::report::counted(app.cpus as u64, "CPU")),
+            Style::default(),
+            Some(3),
+        ),
         piece(
             format!("  t={:.1}s", app.live.now_s()),
             Style::default(),

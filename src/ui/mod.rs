@@ -202,7 +202,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     let area = frame.area();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let text = format!(
-            "schedlab needs a {}x{} terminal; this one is {}x{}. Enlarge it ({} quits).",
+            "schedlab needs a terminal of at least {}x{}; this one is {}x{}. Enlarge it ({} quits).",
             MIN_SIZE.0,
             MIN_SIZE.1,
             area.width,

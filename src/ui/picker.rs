@@ -32,8 +32,8 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App, p: &Picker) {
         format!(" filter: {}_", p.filter)
     } else if p.filter.is_empty() {
         format!(
-            " {} processes   / filter  enter attach  esc close",
-            shown.len()
+            " {}   / filter  enter attach  esc close",
+            crate::report::counted(shown.len() as u64, "process")
         )
     } else {
         format!(

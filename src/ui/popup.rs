@@ -277,7 +277,10 @@ fn render_log(frame: &mut Frame, area: Rect, app: &App, scroll: usize) {
     } else if scroll == max {
         " (latest at the bottom; ↑ pgup scroll back)".to_string()
     } else {
-        format!(" ({} lines below)", max - scroll)
+        format!(
+            " ({} below)",
+            crate::report::counted((max - scroll) as u64, "line")
+        )
     };
     let errors = app.ui.log.iter().filter(|e| e.error).count();
     let title = format!(

@@ -208,16 +208,24 @@ impl Clone for Histogram {
     }
 }
 
-/// The summary every report prints: min, percentiles, max, count (values in ns).
+/// The summary every report prints: min, percentiles, max, count (values in ns; the
+/// JSON names say so, `p50_ns`, since a reader sees the field and not this type).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Percentiles {
+    #[serde(rename = "min_ns")]
     pub min: u64,
+    #[serde(rename = "p50_ns")]
     pub p50: u64,
+    #[serde(rename = "p90_ns")]
     pub p90: u64,
+    #[serde(rename = "p99_ns")]
     pub p99: u64,
+    #[serde(rename = "p999_ns")]
     pub p999: u64,
+    #[serde(rename = "max_ns")]
     pub max: u64,
     pub count: u64,
+    #[serde(rename = "mean_ns")]
     pub mean: u64,
 }
 
@@ -410,7 +418,8 @@ mod tests {
 }
 
 /// One bucket of a histogram in a JSON report: `count` values from `low_ns` to `high_ns`
-/// (both included). Reports use one bucket per power of two.
+/// (both included). Each histogram's buckets are as wide as its source keeps them (a
+/// run's latency: a quarter octave; the trace's: a power of two): readers go by the bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ReportBucket {
     pub low_ns: u64,
@@ -418,34 +427,26 @@ pub struct ReportBucket {
     pub count: u64,
 }
 
-impl Histogram {
-    /// The non-empty buckets merged per power of two: [0,0], [1,1], [2,3], [4,7], ...
-    pub fn report_buckets(&self) -> Vec<ReportBucket> {
-        let mut out: Vec<ReportBucket> = Vec::new();
-        for (i, &count) in self.buckets.iter().enumerate().filter(|(_, &c)| c > 0) {
-            let (low, _) = bucket_bounds(i);
-            let (low_ns, high_ns) = power_of_two_range(low);
-            match out.last_mut() {
-                Some(b) if b.low_ns == low_ns => b.count += count,
-                _ => out.push(ReportBucket {
-                    low_ns,
-                    high_ns,
-                    count,
-                }),
-            }
-        }
-        out
-    }
-}
+/// Sub-buckets merged into one bucket of a report: four buckets per doubling (a quarter
+/// octave), fine enough for a step histogram on a log axis, and a few dozen for any run.
+pub const REPORT_MERGE: usize = SUB / 4;
 
-/// The power-of-two range `v` is in: [2^k, 2^(k+1) - 1], or [0, 0].
-fn power_of_two_range(v: u64) -> (u64, u64) {
-    if v == 0 {
-        return (0, 0);
+impl Histogram {
+    /// The non-empty buckets, [`REPORT_MERGE`] sub-buckets each: a quarter octave from 64
+    /// ns up ([64, 79], [80, 95], ...), 16 ns wide below.
+    pub fn report_buckets(&self) -> Vec<ReportBucket> {
+        self.buckets
+            .chunks(REPORT_MERGE)
+            .enumerate()
+            .map(|(i, c)| (i * REPORT_MERGE, c.iter().sum::<u64>()))
+            .filter(|&(_, count)| count > 0)
+            .map(|(first, count)| ReportBucket {
+                low_ns: bucket_bounds(first).0,
+                high_ns: bucket_bounds(first + REPORT_MERGE - 1).1,
+                count,
+            })
+            .collect()
     }
-    let k = 63 - v.leading_zeros();
-    let low = 1u64 << k;
-    (low, low.saturating_add(low - 1))
 }
 
 #[cfg(test)]
@@ -453,12 +454,26 @@ mod report_bucket_tests {
     use super::*;
 
     #[test]
-    fn report_buckets_merge_sub_buckets_per_power_of_two() {
-        let b = Histogram::from_values([0, 5, 6, 7, 1000, 1023, 1024]).report_buckets();
+    fn report_buckets_merge_sub_buckets_per_quarter_octave() {
+        let b =
+            Histogram::from_values([0, 5, 15, 16, 64, 79, 80, 1000, 1023, 1024]).report_buckets();
         let got: Vec<(u64, u64, u64)> = b.iter().map(|b| (b.low_ns, b.high_ns, b.count)).collect();
         assert_eq!(
             got,
-            vec![(0, 0, 1), (4, 7, 3), (512, 1023, 2), (1024, 2047, 1)]
+            vec![
+                (0, 15, 3),
+                (16, 31, 1),
+                (64, 79, 2),
+                (80, 95, 1),
+                (896, 1023, 2),
+                (1024, 1279, 1)
+            ]
         );
+        // Every sub-bucket lands in exactly one report bucket: bounds tile the range.
+        let all = Histogram::from_values((0..5000).map(|v| v * 7)).report_buckets();
+        for w in all.windows(2) {
+            assert!(w[0].high_ns < w[1].low_ns, "{w:?}");
+        }
+        assert_eq!(all.iter().map(|b| b.count).sum::<u64>(), 5000);
     }
 }
