@@ -52,6 +52,9 @@ pub struct MetricStats {
     pub b: Stats,
     /// B_i / A_i for each round that has both (see [`ratios`] for a zero A).
     pub ratios: Vec<f64>,
+    /// The round (from 1) each of `ratios` comes from: a round missing a side, or with
+    /// a zero A, has none, so positions and rounds can differ.
+    pub ratio_rounds: Vec<usize>,
     /// Median of `ratios`; 0 when there is none.
     pub ratio_median: f64,
     /// Rounds (from 1) whose B/A lies more than 25 % from the median of the others: the
@@ -126,16 +129,16 @@ pub fn stats(values: &[f64]) -> Stats {
 /// as 1 (nothing changed) and x/0 is left out, so the list may be shorter than the
 /// pairs but never holds NaN or infinity (JSON has neither).
 pub fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
-    a.iter()
-        .zip(b)
-        .filter_map(|(&a, &b)| {
-            if a == 0.0 && b == 0.0 {
-                Some(1.0)
-            } else {
-                Some(b / a).filter(|r| r.is_finite())
-            }
-        })
-        .collect()
+    a.iter().zip(b).filter_map(|(&a, &b)| ratio(a, b)).collect()
+}
+
+/// B/A, or none for x/0 (0/0 is 1).
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    if a == 0.0 && b == 0.0 {
+        Some(1.0)
+    } else {
+        Some(b / a).filter(|r| r.is_finite())
+    }
 }
 
 /// The preset and run options of one side: task and cgroup settings change the preset,
@@ -399,15 +402,26 @@ fn metric_across_rounds(rounds: &[Round], name: String, unit: String) -> MetricS
     };
     let a: Vec<f64> = rounds.iter().filter_map(|r| value(&r[0])).collect();
     let b: Vec<f64> = rounds.iter().filter_map(|r| value(&r[1])).collect();
-    let (pa, pb): (Vec<f64>, Vec<f64>) = rounds
+    let paired: Vec<(usize, f64, f64)> = rounds
         .iter()
-        .filter_map(|r| Some((value(&r[0])?, value(&r[1])?)))
-        .unzip();
+        .enumerate()
+        .filter_map(|(i, r)| Some((i + 1, value(&r[0])?, value(&r[1])?)))
+        .collect();
+    let ratio_rounds: Vec<usize> = paired
+        .iter()
+        .filter(|&&(_, a, b)| ratio(a, b).is_some())
+        .map(|&(i, _, _)| i)
+        .collect();
+    let (pa, pb): (Vec<f64>, Vec<f64>) = paired.iter().map(|&(_, a, b)| (a, b)).unzip();
     let ratios = ratios(&pa, &pb);
     MetricStats {
         ratio_median: stats(&ratios).median,
-        outlier_rounds: outliers(&ratios),
+        outlier_rounds: outliers(&ratios)
+            .into_iter()
+            .filter_map(|p| ratio_rounds.get(p - 1).copied())
+            .collect(),
         ratios,
+        ratio_rounds,
         a: stats(&a),
         b: stats(&b),
         name,
@@ -424,7 +438,10 @@ fn regime_warnings(metrics: &[MetricStats]) -> Vec<String> {
             let which: Vec<String> = m
                 .outlier_rounds
                 .iter()
-                .map(|&r| format!("round {r} ({})", ratio_text(m.ratios[r - 1])))
+                .filter_map(|&r| {
+                    let at = m.ratio_rounds.iter().position(|&x| x == r)?;
+                    Some(format!("round {r} ({})", ratio_text(m.ratios[at])))
+                })
                 .collect();
             format!(
                 "{}: the rounds split into regimes: B/A of {} is more than 25 % from the median {} (every round is shown)",
@@ -579,7 +596,11 @@ fn per_round_ratios(m: &MetricStats) -> String {
         .iter()
         .enumerate()
         .map(|(i, &x)| {
-            let star = if m.outlier_rounds.contains(&(i + 1)) {
+            let star = if m
+                .ratio_rounds
+                .get(i)
+                .is_some_and(|r| m.outlier_rounds.contains(r))
+            {
                 "*"
             } else {
                 ""
@@ -681,6 +702,7 @@ mod tests {
                 b: stats(b),
                 ratio_median: stats(&r).median,
                 outlier_rounds: outliers(&r),
+                ratio_rounds: (1..=r.len()).collect(),
                 ratios: r,
             }
         };
@@ -769,6 +791,7 @@ mod tests {
             b: stats(&[2.21, 0.40, 2.43, 2.21]),
             ratio_median: stats(&rs).median,
             outlier_rounds: outliers(&rs),
+            ratio_rounds: (1..=rs.len()).collect(),
             ratios: rs,
         }];
         let text = render(&r);
@@ -873,6 +896,37 @@ mod tests {
         );
         let v = serde_json::to_value(&m[0]).expect("json");
         assert_eq!(v["outlier_rounds"], serde_json::json!([3]));
+    }
+
+    #[test]
+    fn an_odd_round_is_named_by_its_round_even_after_a_round_without_a_ratio() {
+        // Round 1's A is 0 (x/0 has no ratio): the ratios come from rounds 2-5, and the
+        // odd one (0.4) is round 5, the fourth ratio.
+        let rounds: Vec<Round> = [
+            (0.0, 5.0),
+            (10.0, 20.0),
+            (20.0, 40.0),
+            (5.0, 10.0),
+            (50.0, 20.0),
+        ]
+        .iter()
+        .map(|&(a, b)| {
+            [
+                run(&[("tput", "loops/s", a)]),
+                run(&[("tput", "loops/s", b)]),
+            ]
+        })
+        .collect();
+        let m = metric_stats(&rounds);
+        assert_eq!(m[0].ratios, [2.0, 2.0, 2.0, 0.4]);
+        assert_eq!(m[0].ratio_rounds, [2, 3, 4, 5]);
+        assert_eq!(m[0].outlier_rounds, [5]);
+        assert!(
+            regime_warnings(&m)[0].contains("round 5 (0.40)"),
+            "{:?}",
+            regime_warnings(&m)
+        );
+        assert_eq!(per_round_ratios(&m[0]), "2.00 2.00 2.00 0.40*");
     }
 
     #[test]

@@ -320,8 +320,18 @@ impl Experiment {
     fn take_joined(&mut self, (joined, left_out): (Vec<TaskInfo>, usize)) -> Vec<TaskInfo> {
         if left_out > self.left_out {
             self.left_out = left_out;
+            let what = if left_out == 1 {
+                "1 new thread or process was"
+            } else {
+                "new threads or processes were"
+            };
+            let n = if left_out == 1 {
+                String::new()
+            } else {
+                format!("{left_out} ")
+            };
             self.started.warnings.push(format!(
-                "{left_out} new threads or processes were not followed: an experiment has at most {} tasks",
+                "{n}{what} not followed: an experiment has at most {} tasks",
                 crate::preset::MAX_COUNT
             ));
         }

@@ -319,6 +319,7 @@ pub(super) fn compare_report(tasks: usize) -> CompareReport {
             b: stats(&b),
             ratio_median: stats(&r).median,
             outlier_rounds: outliers(&r),
+            ratio_rounds: (1..=r.len()).collect(),
             ratios: r,
         }
     };
