@@ -224,6 +224,16 @@ fn changes_the_run(cmd: Command) -> bool {
     )
 }
 
+/// `writer.nice=50: nice 50 is out of range`: a knob's result in the status line and the
+/// log, naming its setting once (the knob layer's messages often start with it, some
+/// name only the task or nothing at all).
+pub fn knob_line(setting: &str, msg: &str) -> String {
+    format!(
+        "{setting}: {}",
+        crate::report::without_setting(setting, msg)
+    )
+}
+
 const INTERVALS_MS: [u64; 7] = [50, 100, 200, 500, 1000, 2000, 5000];
 const WINDOWS_S: [f64; 7] = [5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
@@ -399,12 +409,9 @@ impl App {
                     None => setting.to_string(),
                 };
                 self.live.marks.push((self.live.now_s(), label));
-                self.say(format!("{setting}: {v}"));
+                self.say(knob_line(setting, &v));
             }
-            // The knob layer's refusals name the setting they refuse (`writer.nice=50:
-            // nice 50 is out of range`, `sys.rt_runtime_us=...: writing ...`, `fair:
-            // setting policy fifo ... failed`): prefixing it again said it twice.
-            Err(e) => self.complain(e.to_string()),
+            Err(e) => self.complain(knob_line(setting, &e.to_string())),
         }
         Vec::new()
     }

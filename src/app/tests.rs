@@ -264,6 +264,39 @@ fn knob_results_mark_the_time_axis_or_explain_the_refusal() {
 }
 
 #[test]
+fn a_refusal_names_its_setting_once_in_the_status_and_the_log() {
+    let mut app = running_app();
+    for (setting, why) in [
+        // The knob layer named it: not again.
+        ("fair.nice=50", "fair.nice=50: nice 50 is out of range"),
+        // It did not: the line does.
+        ("fifo.policy=deadline", "EBUSY: admission control"),
+    ] {
+        app.update(Action::KnobResult {
+            setting: setting.into(),
+            result: Err(KnobError::invalid(why)),
+        });
+        assert_eq!(
+            app.ui.status.matches(setting).count(),
+            1,
+            "{}",
+            app.ui.status
+        );
+        let logged = &app.ui.log.back().expect("logged").text;
+        assert_eq!(logged, &app.ui.status);
+    }
+    assert_eq!(
+        app.ui.status,
+        "fifo.policy=deadline: EBUSY: admission control"
+    );
+    app.update(Action::KnobResult {
+        setting: "fair.nice=3".into(),
+        result: Ok("applied to fair".into()),
+    });
+    assert_eq!(app.ui.status, "fair.nice=3: applied to fair");
+}
+
+#[test]
 fn pause_stops_taking_batches_and_tells_the_sampler() {
     let mut app = running_app();
     assert_eq!(key(&mut app, KeyCode::Char(' ')), vec![Effect::Pause(true)]);

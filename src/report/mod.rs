@@ -206,6 +206,33 @@ pub struct EventReport {
     pub ok: bool,
 }
 
+impl EventReport {
+    /// `writer.nice=3 -> ok: applied to writer`: the report's and the timeline's line.
+    pub fn line(&self) -> String {
+        format!("{} -> {}", self.setting, self.result)
+    }
+}
+
+/// A knob's message without the setting it starts with (`writer.nice=50: nice 50 is out
+/// of range` is `nice 50 is out of range` for `writer.nice=50`, `sys.x=-1 refused: why`
+/// is `why`): the line that shows it names the setting itself, once.
+pub fn without_setting<'a>(setting: &str, msg: &'a str) -> &'a str {
+    let Some(rest) = msg.strip_prefix(setting) else {
+        return msg;
+    };
+    // `writer.nice=5` is not the start of `writer.nice=50: ...`.
+    if !rest.starts_with([':', ' ']) {
+        return msg;
+    }
+    let rest = rest.trim_start_matches([':', ' ']);
+    let rest = rest.strip_prefix("refused:").map_or(rest, str::trim_start);
+    if rest.is_empty() {
+        msg
+    } else {
+        rest
+    }
+}
+
 /// `1.2k`, `3.4M`: short numbers for a table.
 pub fn si(v: f64) -> String {
     let a = v.abs();
@@ -315,7 +342,7 @@ pub fn render_table(r: &RunReport) -> String {
     write_latency(&mut out, &r.metrics);
     trace::write_table(&mut out, r);
     for e in &r.events {
-        let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
+        let _ = writeln!(out, "at {:.2} s: {}", e.t_s, e.line());
     }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
@@ -478,5 +505,56 @@ mod tests {
         assert_eq!(rate(470.0, "loops"), "470 loops/s");
         assert_eq!(ns(1500), "1.5 us");
         assert_eq!(ns(56_000_000), "56.0 ms");
+    }
+
+    #[test]
+    fn a_knob_message_loses_the_setting_it_starts_with_only() {
+        let s = "writer.nice=50";
+        assert_eq!(
+            without_setting(s, "writer.nice=50: nice 50 is out of range"),
+            "nice 50 is out of range"
+        );
+        assert_eq!(
+            without_setting(
+                "sys.rt_runtime_us=-1",
+                "sys.rt_runtime_us=-1 refused: it spins"
+            ),
+            "it spins"
+        );
+        // Another setting's name, a longer value, a task's name, nothing after it: kept.
+        assert_eq!(
+            without_setting("writer.nice=5", "writer.nice=50: x"),
+            "writer.nice=50: x"
+        );
+        assert_eq!(
+            without_setting(s, "writer: setting policy fifo failed: EPERM"),
+            "writer: setting policy fifo failed: EPERM"
+        );
+        assert_eq!(without_setting(s, s), s);
+    }
+
+    #[test]
+    fn an_event_line_names_its_setting_once() {
+        let refused = crate::lab::experiment::KnobEvent {
+            t_s: 1.0,
+            setting: "writer.nice=50".parse().expect("setting"),
+            result: Err(crate::error::KnobError::invalid(
+                "writer.nice=50: nice 50 is out of range",
+            )),
+        };
+        let r = build::event_report(&refused);
+        assert_eq!(
+            r.line(),
+            "writer.nice=50 -> refused: nice 50 is out of range"
+        );
+        let applied = crate::lab::experiment::KnobEvent {
+            t_s: 1.0,
+            setting: "writer.nice=3".parse().expect("setting"),
+            result: Ok("applied to writer".into()),
+        };
+        assert_eq!(
+            build::event_report(&applied).line(),
+            "writer.nice=3 -> ok: applied to writer"
+        );
     }
 }
