@@ -28,7 +28,7 @@ use keys::{Command, KeyMap};
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use crate::workload::attach::ProcRow;
 pub use modal::Mode;
-pub use view::{Column, Sort};
+pub use view::{Branch, Column, Sort};
 
 /// Everything that can happen to the App.
 #[derive(Clone, Debug)]
