@@ -42,6 +42,13 @@ pub enum Action {
     /// Tasks that joined the running experiment (new threads and children of attached
     /// processes and commands), after the others in task order.
     Joined(Vec<TaskInfo>),
+    /// After a restart: the processes picked with `a` before it, attached again (their
+    /// tasks, and "sleep (pid 123)" for each), and those that exited meanwhile.
+    Reattached {
+        tasks: Vec<TaskInfo>,
+        kept: Vec<String>,
+        gone: Vec<String>,
+    },
     KnobResult {
         setting: String,
         result: Result<String, KnobError>,
@@ -355,10 +362,23 @@ impl App {
             Action::Joined(tasks) => {
                 let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
                 self.say(format!("joined: {}", names.join(", ")));
-                for t in tasks {
-                    self.live.store.add_task();
-                    self.live.tasks.push(t);
+                self.join(tasks);
+                Vec::new()
+            }
+            Action::Reattached { tasks, kept, gone } => {
+                self.join(tasks);
+                let mut line = Vec::new();
+                if !kept.is_empty() {
+                    line.push(format!("attached again: {}", kept.join(", ")));
                 }
+                if !gone.is_empty() {
+                    line.push(format!(
+                        "exited since it was picked, so no longer attached: {}",
+                        gone.join(", ")
+                    ));
+                }
+                // One line; an exit is what the user did not ask for.
+                self.tell(line.join("; "), !gone.is_empty());
                 Vec::new()
             }
             Action::KnobResult { setting, result } => self.knob_result(&setting, result),
@@ -398,6 +418,14 @@ impl App {
                 self.ui.size = (w, h);
                 Vec::new()
             }
+        }
+    }
+
+    /// Tasks that joined the running experiment, after the others in task order.
+    fn join(&mut self, tasks: Vec<TaskInfo>) {
+        for t in tasks {
+            self.live.store.add_task();
+            self.live.tasks.push(t);
         }
     }
 

@@ -1125,3 +1125,39 @@ fn a_filter_that_matches_a_thread_keeps_its_process_row() {
     assert_eq!(app.selected_task().map(|t| t.name.as_str()), Some("app"));
     assert!(app.ui.status.contains("3 of 6 tasks"), "{}", app.ui.status);
 }
+
+#[test]
+fn after_a_restart_picked_processes_join_again_and_an_exited_one_is_said_once() {
+    let mut app = running_app();
+    // The restart's fresh start: the preset's two tasks.
+    app.update(Action::Started(Box::new(started())));
+    let sleeper = TaskInfo {
+        name: "sleep".into(),
+        group: "sleep".into(),
+        pid: 4301,
+        tid: 4301,
+        progress_unit: String::new(),
+        measures_latency: false,
+    };
+    let logged = app.ui.log.len();
+    app.update(Action::Reattached {
+        tasks: vec![sleeper],
+        kept: vec!["sleep (pid 4301)".into()],
+        gone: vec!["make (pid 4400)".into()],
+    });
+    assert_eq!(app.live.tasks.len(), 3);
+    assert_eq!(app.live.store.tasks.len(), 3, "sampled like the others");
+    assert_eq!(
+        app.ui.status,
+        "attached again: sleep (pid 4301); exited since it was picked, so no longer attached: make (pid 4400)"
+    );
+    assert!(app.ui.status_is_error, "an exit is news");
+    assert_eq!(app.ui.log.len(), logged + 1, "one line");
+    app.update(Action::Reattached {
+        tasks: Vec::new(),
+        kept: vec!["sleep (pid 4301)".into()],
+        gone: Vec::new(),
+    });
+    assert_eq!(app.ui.status, "attached again: sleep (pid 4301)");
+    assert!(!app.ui.status_is_error);
+}
