@@ -109,19 +109,13 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
 
 /// A knob event as the report and the CSV show it.
 pub fn event_report(e: &KnobEvent) -> EventReport {
-    let setting = e.setting.to_string();
-    // The knob layer's messages often start with the setting: the line names it once.
-    let result = match &e.result {
-        Ok(v) => format!("ok: {}", super::without_setting(&setting, v)),
-        Err(err) => format!(
-            "refused: {}",
-            super::without_setting(&setting, &err.to_string())
-        ),
-    };
     EventReport {
         t_s: e.t_s,
-        setting,
-        result,
+        setting: e.setting.to_string(),
+        result: match &e.result {
+            Ok(v) => format!("ok: {v}"),
+            Err(e) => format!("refused: {e}"),
+        },
         ok: e.result.is_ok(),
     }
 }

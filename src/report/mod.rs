@@ -207,9 +207,19 @@ pub struct EventReport {
 }
 
 impl EventReport {
-    /// `writer.nice=3 -> ok: applied to writer`: the report's and the timeline's line.
+    /// `writer.nice=50 -> refused: nice 50 is out of range`: the report's and the
+    /// timeline's line, naming the setting once (the knob layer's message, whole in
+    /// `result`, often starts with it).
     pub fn line(&self) -> String {
-        format!("{} -> {}", self.setting, self.result)
+        let s = &self.setting;
+        let result = match ["ok: ", "refused: "]
+            .iter()
+            .find_map(|k| Some((k, self.result.strip_prefix(k)?)))
+        {
+            Some((kind, msg)) => format!("{kind}{}", without_setting(s, msg)),
+            None => without_setting(s, &self.result).to_string(),
+        };
+        format!("{s} -> {result}")
     }
 }
 
@@ -547,6 +557,8 @@ mod tests {
             r.line(),
             "writer.nice=50 -> refused: nice 50 is out of range"
         );
+        // The JSON and the CSV keep the knob layer's message whole.
+        assert_eq!(r.result, "refused: writer.nice=50: nice 50 is out of range");
         let applied = crate::lab::experiment::KnobEvent {
             t_s: 1.0,
             setting: "writer.nice=3".parse().expect("setting"),
