@@ -223,24 +223,28 @@ impl EventReport {
     }
 }
 
-/// A knob's message without the setting it starts with (`writer.nice=50: nice 50 is out
-/// of range` is `nice 50 is out of range` for `writer.nice=50`, `sys.x=-1 refused: why`
-/// is `why`): the line that shows it names the setting itself, once.
+/// A knob's message without the setting (or the knob) it starts with: for
+/// `writer.nice=50`, `writer.nice=50: nice 50 is out of range` is `nice 50 is out of
+/// range`; for `sys.x=-1`, `sys.x=-1 refused: why` is `why` and `sys.x cannot be changed
+/// here: why` is `cannot be changed here: why`. The line that shows it names the setting
+/// itself, once.
 pub fn without_setting<'a>(setting: &str, msg: &'a str) -> &'a str {
-    let Some(rest) = msg.strip_prefix(setting) else {
-        return msg;
-    };
-    // `writer.nice=5` is not the start of `writer.nice=50: ...`.
-    if !rest.starts_with([':', ' ']) {
-        return msg;
+    let knob = setting.split_once('=').map_or(setting, |(k, _)| k);
+    for name in [setting, knob] {
+        let Some(rest) = msg.strip_prefix(name) else {
+            continue;
+        };
+        // `writer.nice=5` is not the start of `writer.nice=50: ...`.
+        if !rest.starts_with([':', ' ']) {
+            continue;
+        }
+        let rest = rest.trim_start_matches([':', ' ']);
+        let rest = rest.strip_prefix("refused:").map_or(rest, str::trim_start);
+        if !rest.is_empty() {
+            return rest;
+        }
     }
-    let rest = rest.trim_start_matches([':', ' ']);
-    let rest = rest.strip_prefix("refused:").map_or(rest, str::trim_start);
-    if rest.is_empty() {
-        msg
-    } else {
-        rest
-    }
+    msg
 }
 
 /// `1.2k`, `3.4M`: short numbers for a table.
@@ -541,6 +545,18 @@ mod tests {
             "writer: setting policy fifo failed: EPERM"
         );
         assert_eq!(without_setting(s, s), s);
+        // The knob alone, as the system knobs' refusals name it.
+        assert_eq!(
+            without_setting(
+                "sys.feature.WA_IDLE=off",
+                "sys.feature.WA_IDLE cannot be changed here: kernel lockdown"
+            ),
+            "cannot be changed here: kernel lockdown"
+        );
+        assert_eq!(
+            without_setting("writer.nice=5", "writer.nicety: x"),
+            "writer.nicety: x"
+        );
     }
 
     #[test]
