@@ -325,7 +325,7 @@ impl Controller {
                 // Still the process picked, yet not attachable: the preset started
                 // attached to it already (its tasks are in), or it just exited.
                 Err(_) => {
-                    if crate::state::process_start_ticks(p.pid) == Some(p.start) {
+                    if crate::workload::attach::running_start(p.pid) == Some(p.start) {
                         self.picked.push(p);
                     } else {
                         gone.push(p);
@@ -504,11 +504,27 @@ mod tests {
             crate::workload::attach::identity(child.id() as i32).expect("it runs");
         assert_eq!((pid, comm.as_str()), (child.id() as i32, "sleep"));
         let p = vec![picked(pid, start, "sleep")];
-        let (running, gone) = still_running(p.clone(), crate::state::process_start_ticks);
+        let now = crate::workload::attach::running_start;
+        let (running, gone) = still_running(p.clone(), now);
         assert_eq!((running.len(), gone.len()), (1, 0));
         let _ = child.kill();
+        // Killed, not reaped yet: a zombie, gone already (bounded: 2 s).
+        let zombie = std::time::Instant::now();
+        while crate::state::process_start_ticks(pid).is_some()
+            && now(pid).is_some()
+            && zombie.elapsed() < std::time::Duration::from_secs(2)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            crate::state::process_start_ticks(pid),
+            Some(start),
+            "a zombie"
+        );
+        let (running, gone) = still_running(p.clone(), now);
+        assert_eq!((running.len(), gone.len()), (0, 1), "a zombie is gone");
         let _ = child.wait();
-        let (running, gone) = still_running(p, crate::state::process_start_ticks);
+        let (running, gone) = still_running(p, now);
         assert_eq!((running.len(), gone.len()), (0, 1), "reaped: gone");
     }
 }
