@@ -311,7 +311,7 @@ impl Controller {
         }
         let (running, mut gone) = still_running(
             std::mem::take(&mut self.picked),
-            crate::state::process_start_ticks,
+            crate::workload::attach::running_start,
         );
         let mut tasks = Vec::new();
         let mut kept = Vec::new();
