@@ -108,7 +108,11 @@ fn shows(screen: &str, rows: &[&Row]) -> bool {
     screen.contains(&format!("t={:.1}s", rows[0].t_s))
         && rows.iter().all(|r| {
             screen.lines().any(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
+                // A thread's name comes after its tree glyph (`└─ fair`).
+                let f: Vec<&str> = l
+                    .split_whitespace()
+                    .skip_while(|w| w.starts_with(['├', '└']))
+                    .collect();
                 f.len() > 7
                 && f[0] == r.task
                 // A long pid/tid is cut to the column's 11 characters.

@@ -169,12 +169,19 @@ fn rt_bandwidth() -> (u64, u64) {
     (runtime as u64, period as u64)
 }
 
+/// The words of a task table row, without the tree's glyphs before a thread's name.
+fn row_words(line: &str) -> Vec<&str> {
+    line.split_whitespace()
+        .skip_while(|w| w.starts_with(['├', '└']))
+        .collect()
+}
+
 /// (pid, tid) of a task from its row in the task table.
 fn ids(screen: &str, task: &str) -> Option<(i32, i32)> {
     let line = screen
         .lines()
-        .find(|l| l.split_whitespace().next() == Some(task))?;
-    let (pid, tid) = line.split_whitespace().nth(1)?.split_once('/')?;
+        .find(|l| row_words(l).first() == Some(&task))?;
+    let (pid, tid) = row_words(line).get(1)?.split_once('/')?;
     Some((pid.parse().ok()?, tid.parse().ok()?))
 }
 
@@ -223,7 +230,7 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
     let row_shows_batch = common::wait_until(Duration::from_secs(3), || {
         t.screen()
             .lines()
-            .any(|l| l.starts_with("fair") && l.contains("batch"))
+            .any(|l| row_words(l).first() == Some(&"fair") && l.contains("batch"))
     });
     assert!(row_shows_batch, "{}", t.screen());
     assert!(
@@ -770,14 +777,29 @@ fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
     let screen = t.screen();
     assert!(joined.is_some(), "{screen}");
     assert_eq!(ids(&screen, "sleep"), Some((pid, pid)), "{screen}");
-    // The third row: down twice, then nice+ (+) once.
+    // The third row: down twice, then nice+ (+) once. The sleeper starts at the test's
+    // own nice (`nice -n 10 cargo test` makes it 10).
+    let found = nice_of(pid).expect("the sleeper's nice");
     t.keys(&["j", "j", "+"]);
-    let applied = common::wait_until(Duration::from_secs(5), || nice_of(pid) == Some(1));
+    let applied = common::wait_until(Duration::from_secs(5), || nice_of(pid) == Some(found + 1));
     let screen = t.screen();
+    // A restart keeps it: the same process (pid and start time) is attached again.
+    t.keys(&["R"]);
+    let again = t.wait_for(
+        &format!("attached again: sleep (pid {pid})"),
+        Duration::from_secs(10),
+    );
+    let restarted = t.screen();
     t.quit();
     let after = nice_of(pid);
     let _ = sleeper.kill();
     let _ = sleeper.wait();
-    assert!(applied, "nice 1 never reached pid {pid}: {screen}");
-    assert_eq!(after, Some(0), "put back at quit");
+    assert!(
+        applied,
+        "nice {} never reached pid {pid}: {screen}",
+        found + 1
+    );
+    assert!(again.is_some(), "{restarted}");
+    assert_eq!(ids(&restarted, "sleep"), Some((pid, pid)), "{restarted}");
+    assert_eq!(after, Some(found), "put back at quit");
 }

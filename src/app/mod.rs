@@ -28,7 +28,7 @@ use keys::{Command, KeyMap};
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use crate::workload::attach::ProcRow;
 pub use modal::Mode;
-pub use view::{Column, Sort};
+pub use view::{Branch, Column, Sort};
 
 /// Everything that can happen to the App.
 #[derive(Clone, Debug)]
@@ -42,6 +42,13 @@ pub enum Action {
     /// Tasks that joined the running experiment (new threads and children of attached
     /// processes and commands), after the others in task order.
     Joined(Vec<TaskInfo>),
+    /// After a restart: the processes picked with `a` before it, attached again (their
+    /// tasks, and "sleep (pid 123)" for each), and those that exited meanwhile.
+    Reattached {
+        tasks: Vec<TaskInfo>,
+        kept: Vec<String>,
+        gone: Vec<String>,
+    },
     KnobResult {
         setting: String,
         result: Result<String, KnobError>,
@@ -224,6 +231,16 @@ fn changes_the_run(cmd: Command) -> bool {
     )
 }
 
+/// `writer.nice=50: nice 50 is out of range`: a knob's result in the status line and the
+/// log, naming its setting once (the knob layer's messages often start with it, some
+/// name only the task or nothing at all).
+pub fn knob_line(setting: &str, msg: &str) -> String {
+    format!(
+        "{setting}: {}",
+        crate::report::without_setting(setting, msg)
+    )
+}
+
 const INTERVALS_MS: [u64; 7] = [50, 100, 200, 500, 1000, 2000, 5000];
 const WINDOWS_S: [f64; 7] = [5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
@@ -345,10 +362,23 @@ impl App {
             Action::Joined(tasks) => {
                 let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
                 self.say(format!("joined: {}", names.join(", ")));
-                for t in tasks {
-                    self.live.store.add_task();
-                    self.live.tasks.push(t);
+                self.join(tasks);
+                Vec::new()
+            }
+            Action::Reattached { tasks, kept, gone } => {
+                self.join(tasks);
+                let mut line = Vec::new();
+                if !kept.is_empty() {
+                    line.push(format!("attached again: {}", kept.join(", ")));
                 }
+                if !gone.is_empty() {
+                    line.push(format!(
+                        "exited since it was picked, so no longer attached: {}",
+                        gone.join(", ")
+                    ));
+                }
+                // One line; an exit is what the user did not ask for.
+                self.tell(line.join("; "), !gone.is_empty());
                 Vec::new()
             }
             Action::KnobResult { setting, result } => self.knob_result(&setting, result),
@@ -391,6 +421,14 @@ impl App {
         }
     }
 
+    /// Tasks that joined the running experiment, after the others in task order.
+    fn join(&mut self, tasks: Vec<TaskInfo>) {
+        for t in tasks {
+            self.live.store.add_task();
+            self.live.tasks.push(t);
+        }
+    }
+
     fn knob_result(&mut self, setting: &str, result: Result<String, KnobError>) -> Vec<Effect> {
         match result {
             Ok(v) => {
@@ -399,12 +437,9 @@ impl App {
                     None => setting.to_string(),
                 };
                 self.live.marks.push((self.live.now_s(), label));
-                self.say(format!("{setting}: {v}"));
+                self.say(knob_line(setting, &v));
             }
-            // The knob layer's refusals name the setting they refuse (`writer.nice=50:
-            // nice 50 is out of range`, `sys.rt_runtime_us=...: writing ...`, `fair:
-            // setting policy fifo ... failed`): prefixing it again said it twice.
-            Err(e) => self.complain(e.to_string()),
+            Err(e) => self.complain(knob_line(setting, &e.to_string())),
         }
         Vec::new()
     }

@@ -264,6 +264,39 @@ fn knob_results_mark_the_time_axis_or_explain_the_refusal() {
 }
 
 #[test]
+fn a_refusal_names_its_setting_once_in_the_status_and_the_log() {
+    let mut app = running_app();
+    for (setting, why) in [
+        // The knob layer named it: not again.
+        ("fair.nice=50", "fair.nice=50: nice 50 is out of range"),
+        // It did not: the line does.
+        ("fifo.policy=deadline", "EBUSY: admission control"),
+    ] {
+        app.update(Action::KnobResult {
+            setting: setting.into(),
+            result: Err(KnobError::invalid(why)),
+        });
+        assert_eq!(
+            app.ui.status.matches(setting).count(),
+            1,
+            "{}",
+            app.ui.status
+        );
+        let logged = &app.ui.log.back().expect("logged").text;
+        assert_eq!(logged, &app.ui.status);
+    }
+    assert_eq!(
+        app.ui.status,
+        "fifo.policy=deadline: EBUSY: admission control"
+    );
+    app.update(Action::KnobResult {
+        setting: "fair.nice=3".into(),
+        result: Ok("applied to fair".into()),
+    });
+    assert_eq!(app.ui.status, "fair.nice=3: applied to fair");
+}
+
+#[test]
 fn pause_stops_taking_batches_and_tells_the_sampler() {
     let mut app = running_app();
     assert_eq!(key(&mut app, KeyCode::Char(' ')), vec![Effect::Pause(true)]);
@@ -930,7 +963,8 @@ pub(crate) fn ladder_app(n: usize) -> App {
         .map(|k| TaskInfo {
             name: format!("busy-{k}"),
             group: "busy".into(),
-            pid: 12935,
+            // nice-ladder's busy loops are processes of their own.
+            pid: 12935 + k as i32,
             tid: 12935 + k as i32,
             progress_unit: "iterations".into(),
             measures_latency: false,
@@ -957,4 +991,174 @@ fn a_ladder_has_ideal_shares_and_a_fairness_error() {
     let (t, err) = *app.live.fairness.back().expect("one per sample");
     assert!((t - 12.0).abs() < 1e-9);
     assert!(err > 0.0 && err < 1.0, "{err}");
+}
+
+/// Tasks of the attached fixture: (name, pid, tid). `app` has two workers, `sh` forked
+/// `sleep`; `io` is a thread of `app` that joins later (after the others in task order).
+const ATTACHED: [(&str, i32, i32); 6] = [
+    ("app", 4200, 4200),
+    ("worker-4201", 4200, 4201),
+    ("worker-4202", 4200, 4202),
+    ("sh", 4300, 4300),
+    ("sleep", 4301, 4301),
+    ("io", 4200, 4210),
+];
+
+/// Which task gets the ladder's k-th busiest share: worker-4202 is the busiest, then
+/// sleep, app, worker-4201, sh, io.
+const ATTACHED_BUSY: [usize; 6] = [2, 4, 0, 1, 3, 5];
+
+/// A batch of the first `n` attached tasks at `t` seconds.
+fn attached_batch(n: usize, t: u64) -> Batch {
+    let mut b = ladder_batch(6, t);
+    for s in &mut b.tasks {
+        s.id = ATTACHED_BUSY[s.id];
+    }
+    b.tasks.retain(|s| s.id < n);
+    b.tasks.sort_by_key(|s| s.id);
+    b
+}
+
+fn attached_info(k: usize) -> TaskInfo {
+    let (name, pid, tid) = ATTACHED[k];
+    TaskInfo {
+        name: name.into(),
+        group: name.into(),
+        pid,
+        tid,
+        // procfs has no progress for a process schedlab did not start.
+        progress_unit: String::new(),
+        measures_latency: false,
+    }
+}
+
+/// `schedlab tui --pid 4200,4300` twelve seconds in: processes with threads, a child,
+/// and a thread that joined while it ran.
+pub(crate) fn attached_app() -> App {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.keys_path = "/home/you/.config/schedlab/keys.toml".into();
+    let mut s = started();
+    s.preset = PresetView {
+        name: "attached".into(),
+        summary: "5 thread(s) of 3 process(es) schedlab did not start (app first)".into(),
+        note: "schedlab attached to processes it did not start.".into(),
+        focus: Vec::new(),
+        headline: crate::preset::Headline::Share,
+        metric_task: "app".into(),
+    };
+    s.tasks = (0..5).map(attached_info).collect();
+    app.update(Action::Started(Box::new(s)));
+    for t in 0..6 {
+        app.update(Action::Batch(Box::new(attached_batch(5, t))));
+    }
+    app.update(Action::Joined(vec![attached_info(5)]));
+    for t in 6..13 {
+        app.update(Action::Batch(Box::new(attached_batch(6, t))));
+    }
+    app.update(Action::SystemKnobs(knobs()));
+    app
+}
+
+fn glyphs(app: &App) -> Vec<(String, &'static str)> {
+    app.task_tree()
+        .into_iter()
+        .map(|(i, b)| (app.live.tasks[i].name.clone(), b.glyph()))
+        .collect()
+}
+
+#[test]
+fn threads_sit_under_their_process_and_a_late_thread_joins_them() {
+    let app = attached_app();
+    assert_eq!(
+        glyphs(&app),
+        [
+            ("app".to_string(), ""),
+            ("worker-4201".to_string(), "├─ "),
+            ("worker-4202".to_string(), "├─ "),
+            ("io".to_string(), "└─ "),
+            ("sh".to_string(), ""),
+            ("sleep".to_string(), ""),
+        ]
+    );
+    // Down walks the rows as shown: from app's last thread to sh.
+    let mut app = app;
+    app.ui.selected_task = 5;
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.ui.selected_task, 3);
+}
+
+#[test]
+fn a_sort_orders_threads_within_their_process_and_processes_by_their_first_row() {
+    let mut app = attached_app();
+    app.ui.sort = Some(Sort {
+        column: Column::Cpu,
+        reverse: false,
+    });
+    // worker-4202 is the busiest task: its process comes first, app's row on top and
+    // its threads busiest first; then sleep (2nd busiest), then sh.
+    assert_eq!(app.task_view(), [0, 2, 1, 5, 4, 3]);
+    app.ui.sort = Some(Sort {
+        column: Column::Task,
+        reverse: true,
+    });
+    // Names Z to A: processes by their own name (sleep, sh, app), threads within.
+    assert_eq!(app.task_view(), [4, 3, 0, 2, 1, 5]);
+}
+
+#[test]
+fn a_filter_that_matches_a_thread_keeps_its_process_row() {
+    let mut app = attached_app();
+    key(&mut app, KeyCode::Char('/'));
+    chars(&mut app, "WORK");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        glyphs(&app),
+        [
+            ("app".to_string(), ""),
+            ("worker-4201".to_string(), "├─ "),
+            ("worker-4202".to_string(), "└─ "),
+        ]
+    );
+    assert!(app.passes_filter(0), "app's row stays, for its threads");
+    assert!(!app.passes_filter(5) && !app.passes_filter(3));
+    // A thread's process row can be selected and changed like any row.
+    app.ui.selected_task = 0;
+    assert_eq!(app.selected_task().map(|t| t.name.as_str()), Some("app"));
+    assert!(app.ui.status.contains("3 of 6 tasks"), "{}", app.ui.status);
+}
+
+#[test]
+fn after_a_restart_picked_processes_join_again_and_an_exited_one_is_said_once() {
+    let mut app = running_app();
+    // The restart's fresh start: the preset's two tasks.
+    app.update(Action::Started(Box::new(started())));
+    let sleeper = TaskInfo {
+        name: "sleep".into(),
+        group: "sleep".into(),
+        pid: 4301,
+        tid: 4301,
+        progress_unit: String::new(),
+        measures_latency: false,
+    };
+    let logged = app.ui.log.len();
+    app.update(Action::Reattached {
+        tasks: vec![sleeper],
+        kept: vec!["sleep (pid 4301)".into()],
+        gone: vec!["make (pid 4400)".into()],
+    });
+    assert_eq!(app.live.tasks.len(), 3);
+    assert_eq!(app.live.store.tasks.len(), 3, "sampled like the others");
+    assert_eq!(
+        app.ui.status,
+        "attached again: sleep (pid 4301); exited since it was picked, so no longer attached: make (pid 4400)"
+    );
+    assert!(app.ui.status_is_error, "an exit is news");
+    assert_eq!(app.ui.log.len(), logged + 1, "one line");
+    app.update(Action::Reattached {
+        tasks: Vec::new(),
+        kept: vec!["sleep (pid 4301)".into()],
+        gone: Vec::new(),
+    });
+    assert_eq!(app.ui.status, "attached again: sleep (pid 4301)");
+    assert!(!app.ui.status_is_error);
 }

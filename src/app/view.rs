@@ -2,6 +2,7 @@
 //! selection stays a task (an index into the live tasks), whatever the order.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 
 use super::App;
 use crate::preset::Headline;
@@ -86,6 +87,26 @@ impl Sort {
     }
 }
 
+/// Where a row of the table sits in its process's tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Branch {
+    /// A process's row (its main thread), or a task whose process has no row.
+    Process,
+    /// A thread under its process's row; `last` when no other of its threads follows.
+    Thread { last: bool },
+}
+
+impl Branch {
+    /// What the TASK column puts before the name: the tree's glyphs.
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Branch::Process => "",
+            Branch::Thread { last: false } => "├─ ",
+            Branch::Thread { last: true } => "└─ ",
+        }
+    }
+}
+
 /// What a task is sorted by in one column; tasks without a value go last either way.
 #[derive(Clone, Debug, PartialEq)]
 enum Key {
@@ -157,31 +178,121 @@ impl App {
             .collect()
     }
 
-    /// Whether task `i`'s name passes the filter (case does not matter).
-    pub fn passes_filter(&self, i: usize) -> bool {
-        self.ui.filter.is_empty()
-            || self.live.tasks.get(i).is_some_and(|t| {
-                t.name
-                    .to_lowercase()
-                    .contains(&self.ui.filter.to_lowercase())
-            })
+    /// Whether task `i`'s own name contains the (lowercased) filter.
+    fn name_matches(&self, i: usize, filter: &str) -> bool {
+        self.live
+            .tasks
+            .get(i)
+            .is_some_and(|t| filter.is_empty() || t.name.to_lowercase().contains(filter))
     }
 
-    /// The tasks the table shows, in its order: filtered by name, then sorted (ties and
-    /// no sort: the preset's order).
-    pub fn task_view(&self) -> Vec<usize> {
-        let mut ids: Vec<usize> = (0..self.live.tasks.len())
-            .filter(|&i| self.passes_filter(i))
-            .collect();
-        if let Some(sort) = self.ui.sort {
-            let mut keyed: Vec<(Key, usize)> = ids
-                .iter()
-                .map(|&i| (self.sort_key(sort.column, i), i))
-                .collect();
-            keyed.sort_by(|(ka, a), (kb, b)| compare(ka, kb, sort.descending()).then(a.cmp(b)));
-            ids = keyed.into_iter().map(|(_, i)| i).collect();
+    /// Whether task `i` is in the table: its name passes the filter (any case), or it
+    /// is the row of a process one of whose threads does (a thread is never shown
+    /// without it).
+    pub fn passes_filter(&self, i: usize) -> bool {
+        let filter = self.ui.filter.to_lowercase();
+        if self.name_matches(i, &filter) {
+            return true;
         }
-        ids
+        let Some(t) = self.live.tasks.get(i).filter(|t| t.tid == t.pid) else {
+            return false;
+        };
+        self.live
+            .tasks
+            .iter()
+            .enumerate()
+            .any(|(k, o)| o.pid == t.pid && o.tid != o.pid && self.name_matches(k, &filter))
+    }
+
+    /// Whether each task is in the table (one pass, for the graphs' every frame).
+    pub fn in_table(&self) -> Vec<bool> {
+        let mut shown = vec![false; self.live.tasks.len()];
+        for (i, _) in self.task_tree() {
+            shown[i] = true;
+        }
+        shown
+    }
+
+    /// For each task, the row it is listed under: its process's main thread (tid ==
+    /// pid), when that is a task of the experiment too and it is not that thread.
+    fn tree_parents(&self) -> Vec<Option<usize>> {
+        let tasks = &self.live.tasks;
+        let mut heads: HashMap<i32, usize> = HashMap::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if t.tid == t.pid {
+                heads.entry(t.pid).or_insert(i);
+            }
+        }
+        tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| heads.get(&t.pid).copied().filter(|&h| h != i))
+            .collect()
+    }
+
+    /// The tasks the table shows, in its order, as a tree like htop's: each process's
+    /// row, then its threads under it. The filter keeps a thread's process row; a sort
+    /// orders the threads within their process, and the processes by their own row (by
+    /// a rate: by their first row in that order). Ties and no sort: the preset's order.
+    pub fn task_tree(&self) -> Vec<(usize, Branch)> {
+        let filter = self.ui.filter.to_lowercase();
+        let parents = self.tree_parents();
+        let mut roots: Vec<usize> = Vec::new();
+        let mut threads: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, parent) in parents.iter().enumerate() {
+            match parent {
+                Some(p) => {
+                    if self.name_matches(i, &filter) {
+                        threads.entry(*p).or_default().push(i);
+                    }
+                }
+                None => roots.push(i),
+            }
+        }
+        roots.retain(|r| self.name_matches(*r, &filter) || threads.contains_key(r));
+        if let Some(sort) = self.ui.sort {
+            let keys: HashMap<usize, Key> = roots
+                .iter()
+                .chain(threads.values().flatten())
+                .map(|&i| (i, self.sort_key(sort.column, i)))
+                .collect();
+            let order = |a: &usize, b: &usize| {
+                compare(&keys[a], &keys[b], sort.descending()).then(a.cmp(b))
+            };
+            for kids in threads.values_mut() {
+                kids.sort_by(order);
+            }
+            // By a rate, a process goes where its busiest row would (a busy worker
+            // thread lifts its idle main thread); by a name, an id or a setting, by its
+            // own row.
+            let by_rows = sort.column.descending();
+            let first = |r: &usize| {
+                threads
+                    .get(r)
+                    .and_then(|kids| kids.first())
+                    .filter(|k| by_rows && order(k, r) == Ordering::Less)
+                    .copied()
+                    .unwrap_or(*r)
+            };
+            roots.sort_by(|a, b| order(&first(a), &first(b)).then(a.cmp(b)));
+        }
+        let mut out = Vec::with_capacity(parents.len());
+        for r in roots {
+            out.push((r, Branch::Process));
+            let kids = threads.remove(&r).unwrap_or_default();
+            let n = kids.len();
+            out.extend(
+                kids.into_iter()
+                    .enumerate()
+                    .map(|(k, i)| (i, Branch::Thread { last: k + 1 == n })),
+            );
+        }
+        out
+    }
+
+    /// The tasks the table shows, in its order ([`App::task_tree`] without the tree).
+    pub fn task_view(&self) -> Vec<usize> {
+        self.task_tree().into_iter().map(|(i, _)| i).collect()
     }
 
     fn sort_key(&self, column: Column, i: usize) -> Key {

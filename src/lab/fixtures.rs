@@ -24,7 +24,8 @@ pub(crate) fn started() -> Started {
             .map(|(i, n)| TaskInfo {
                 name: n.to_string(),
                 group: n.to_string(),
-                pid: 100,
+                // Processes of their own: the tests sort and filter them as equals.
+                pid: 100 + i as i32,
                 tid: 100 + i as i32,
                 progress_unit: "iterations".into(),
                 measures_latency: false,

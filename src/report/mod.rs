@@ -221,6 +221,47 @@ pub fn counted(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if es { "es" } else { "s" })
 }
 
+impl EventReport {
+    /// `writer.nice=50 -> refused: nice 50 is out of range`: the report's and the
+    /// timeline's line, naming the setting once (the knob layer's message, whole in
+    /// `result`, often starts with it).
+    pub fn line(&self) -> String {
+        let s = &self.setting;
+        let result = match ["ok: ", "refused: "]
+            .iter()
+            .find_map(|k| Some((k, self.result.strip_prefix(k)?)))
+        {
+            Some((kind, msg)) => format!("{kind}{}", without_setting(s, msg)),
+            None => without_setting(s, &self.result).to_string(),
+        };
+        format!("{s} -> {result}")
+    }
+}
+
+/// A knob's message without the setting (or the knob) it starts with: for
+/// `writer.nice=50`, `writer.nice=50: nice 50 is out of range` is `nice 50 is out of
+/// range`; for `sys.x=-1`, `sys.x=-1 refused: why` is `why` and `sys.x cannot be changed
+/// here: why` is `cannot be changed here: why`. The line that shows it names the setting
+/// itself, once.
+pub fn without_setting<'a>(setting: &str, msg: &'a str) -> &'a str {
+    let knob = setting.split_once('=').map_or(setting, |(k, _)| k);
+    for name in [setting, knob] {
+        let Some(rest) = msg.strip_prefix(name) else {
+            continue;
+        };
+        // `writer.nice=5` is not the start of `writer.nice=50: ...`.
+        if !rest.starts_with([':', ' ']) {
+            continue;
+        }
+        let rest = rest.trim_start_matches([':', ' ']);
+        let rest = rest.strip_prefix("refused:").map_or(rest, str::trim_start);
+        if !rest.is_empty() {
+            return rest;
+        }
+    }
+    msg
+}
+
 /// `1.2k`, `3.4M`: short numbers for a table.
 pub fn si(v: f64) -> String {
     let a = v.abs();
@@ -330,7 +371,7 @@ pub fn render_table(r: &RunReport) -> String {
     write_latency(&mut out, &r.metrics);
     trace::write_table(&mut out, r);
     for e in &r.events {
-        let _ = writeln!(out, "at {:.2} s: {} -> {}", e.t_s, e.setting, e.result);
+        let _ = writeln!(out, "at {:.2} s: {}", e.t_s, e.line());
     }
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
@@ -513,5 +554,70 @@ mod tests {
         assert_eq!(counted(1, "batch"), "1 batch");
         assert_eq!(counted(3, "batch"), "3 batches");
         assert_eq!(counted(2, "process"), "2 processes");
+    }
+
+    #[test]
+    fn a_knob_message_loses_the_setting_it_starts_with_only() {
+        let s = "writer.nice=50";
+        assert_eq!(
+            without_setting(s, "writer.nice=50: nice 50 is out of range"),
+            "nice 50 is out of range"
+        );
+        assert_eq!(
+            without_setting(
+                "sys.rt_runtime_us=-1",
+                "sys.rt_runtime_us=-1 refused: it spins"
+            ),
+            "it spins"
+        );
+        // Another setting's name, a longer value, a task's name, nothing after it: kept.
+        assert_eq!(
+            without_setting("writer.nice=5", "writer.nice=50: x"),
+            "writer.nice=50: x"
+        );
+        assert_eq!(
+            without_setting(s, "writer: setting policy fifo failed: EPERM"),
+            "writer: setting policy fifo failed: EPERM"
+        );
+        assert_eq!(without_setting(s, s), s);
+        // The knob alone, as the system knobs' refusals name it.
+        assert_eq!(
+            without_setting(
+                "sys.feature.WA_IDLE=off",
+                "sys.feature.WA_IDLE cannot be changed here: kernel lockdown"
+            ),
+            "cannot be changed here: kernel lockdown"
+        );
+        assert_eq!(
+            without_setting("writer.nice=5", "writer.nicety: x"),
+            "writer.nicety: x"
+        );
+    }
+
+    #[test]
+    fn an_event_line_names_its_setting_once() {
+        let refused = crate::lab::experiment::KnobEvent {
+            t_s: 1.0,
+            setting: "writer.nice=50".parse().expect("setting"),
+            result: Err(crate::error::KnobError::invalid(
+                "writer.nice=50: nice 50 is out of range",
+            )),
+        };
+        let r = build::event_report(&refused);
+        assert_eq!(
+            r.line(),
+            "writer.nice=50 -> refused: nice 50 is out of range"
+        );
+        // The JSON and the CSV keep the knob layer's message whole.
+        assert_eq!(r.result, "refused: writer.nice=50: nice 50 is out of range");
+        let applied = crate::lab::experiment::KnobEvent {
+            t_s: 1.0,
+            setting: "writer.nice=3".parse().expect("setting"),
+            result: Ok("applied to writer".into()),
+        };
+        assert_eq!(
+            build::event_report(&applied).line(),
+            "writer.nice=3 -> ok: applied to writer"
+        );
     }
 }

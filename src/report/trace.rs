@@ -177,10 +177,9 @@ pub fn timeline(
     let marks: Vec<(u64, String)> = events
         .iter()
         .map(|e| {
-            let r = super::build::event_report(e);
             (
                 start_ns + (e.t_s * 1e9) as u64,
-                format!("{} -> {}", r.setting, r.result),
+                super::build::event_report(e).line(),
             )
         })
         .collect();

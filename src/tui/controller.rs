@@ -45,6 +45,13 @@ pub enum Request {
 pub enum Event {
     Started(Box<Started>),
     Joined(Vec<TaskInfo>),
+    /// After a restart: the picked processes attached again (their tasks, and a label
+    /// for each), and the labels of those that exited (see [`Picked`]).
+    Reattached {
+        tasks: Vec<TaskInfo>,
+        kept: Vec<String>,
+        gone: Vec<String>,
+    },
     Batch(Box<Batch>),
     KnobResult {
         setting: String,
@@ -62,6 +69,35 @@ pub enum Event {
     Error(String),
     /// The workload is gone and the knobs restored; the lines say what was restored.
     Stopped(Vec<String>),
+}
+
+/// A process attached with the picker (`a`), as it was then: a restart attaches it
+/// again only while the same process runs (its pid with the same start time; a pid
+/// reused by another process is never taken for it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Picked {
+    pub pid: i32,
+    /// Clock ticks after boot (/proc/PID/stat field 22).
+    pub start: u64,
+    pub comm: String,
+}
+
+impl Picked {
+    /// `sleep (pid 123)`, as the status line names it.
+    pub fn label(&self) -> String {
+        format!("{} (pid {})", self.comm, self.pid)
+    }
+}
+
+/// The picked processes that still run as they were picked, and those gone (exited,
+/// or their pid now another process's): `start_of` says a pid's start time now.
+pub fn still_running(
+    picked: Vec<Picked>,
+    start_of: impl Fn(i32) -> Option<u64>,
+) -> (Vec<Picked>, Vec<Picked>) {
+    picked
+        .into_iter()
+        .partition(|p| start_of(p.pid) == Some(p.start))
 }
 
 /// Opens a recorder for a path; given by the TUI so the controller stays format-agnostic.
@@ -96,6 +132,7 @@ pub fn spawn(
                 running: None,
                 recorder: None,
                 tracing: false,
+                picked: Vec::new(),
             };
             ctl.start();
             ctl.send(Event::SystemKnobs(sys::list(&ctl.sys.probe)));
@@ -121,6 +158,8 @@ struct Controller {
     recorder: Option<Box<dyn Recorder>>,
     /// The user turned the trace on: a restarted experiment is traced too.
     tracing: bool,
+    /// Processes attached with the picker: a restarted experiment attaches them again.
+    picked: Vec<Picked>,
 }
 
 impl Controller {
@@ -186,13 +225,7 @@ impl Controller {
                     self.send(Event::Tracing(Err(e)));
                 }
             }
-            Request::Attach(pid) => match self.running.as_mut().map(|exp| exp.attach(pid)) {
-                Some(Ok(joined)) => self.send(Event::Joined(joined)),
-                Some(Err(e)) => self.send(Event::Error(e.to_string())),
-                None => self.send(Event::Error(
-                    "no experiment is running to attach to (restart it first)".into(),
-                )),
-            },
+            Request::Attach(pid) => self.attach(pid),
             Request::Quit => {}
         }
     }
@@ -247,10 +280,80 @@ impl Controller {
         }
     }
 
-    /// Start again: the same preset with the live changes made so far, or `name`.
+    /// Attach to a process the user picked, and remember it for restarts.
+    fn attach(&mut self, pid: i32) {
+        // Who it is before attaching: the start time is the one of the process attached.
+        let who = crate::workload::attach::identity(pid);
+        match self.running.as_mut().map(|exp| exp.attach(pid)) {
+            Some(Ok(joined)) => {
+                if let Some((pid, start, comm)) = who {
+                    let p = Picked { pid, start, comm };
+                    if !self.picked.contains(&p) {
+                        self.picked.push(p);
+                    }
+                }
+                self.send(Event::Joined(joined));
+            }
+            Some(Err(e)) => self.send(Event::Error(e.to_string())),
+            None => self.send(Event::Error(
+                "no experiment is running to attach to (restart it first)".into(),
+            )),
+        }
+    }
+
+    /// After a start: attach the picked processes again, those still running as they
+    /// were picked; the others are dropped, and the UI told in one line.
+    fn reattach(&mut self) {
+        let Some(exp) = self.running.as_mut() else {
+            return;
+        };
+        if self.picked.is_empty() {
+            return;
+        }
+        let (running, mut gone) = still_running(
+            std::mem::take(&mut self.picked),
+            crate::workload::attach::running_start,
+        );
+        let mut tasks = Vec::new();
+        let mut kept = Vec::new();
+        for p in running {
+            match exp.attach(p.pid) {
+                Ok(joined) => {
+                    tasks.extend(joined);
+                    kept.push(p.label());
+                    self.picked.push(p);
+                }
+                // Still the process picked, yet not attachable: the preset started
+                // attached to it already (its tasks are in), or it just exited.
+                Err(_) => {
+                    if crate::workload::attach::running_start(p.pid) == Some(p.start) {
+                        self.picked.push(p);
+                    } else {
+                        gone.push(p);
+                    }
+                }
+            }
+        }
+        if !kept.is_empty() || !gone.is_empty() {
+            self.send(Event::Reattached {
+                tasks,
+                kept,
+                gone: gone.iter().map(Picked::label).collect(),
+            });
+        }
+    }
+
+    /// Start again: the same preset with the live changes made so far, or `name`; then
+    /// the processes picked with `a` join again.
     fn restart(&mut self, name: Option<String>) {
         if let Some(exp) = &self.running {
+            let started = self.preset.groups.len();
             self.preset = exp.session().preset.clone();
+            // What joined while it ran (picked processes, new threads and children, each
+            // a group after the preset's) is not started again by its pid and tid, which
+            // may name other tasks by now: picked processes are attached again below,
+            // checked by start time, and new threads and children are followed again.
+            self.preset.groups.truncate(started);
         }
         if let Some(name) = name {
             match crate::preset::load(&name) {
@@ -263,6 +366,7 @@ impl Controller {
         }
         self.stop();
         self.start();
+        self.reattach();
     }
 
     fn record(&mut self, path: Option<PathBuf>) {
@@ -354,5 +458,74 @@ impl Controller {
         )
         .map_err(|e| TimelineError::Write(format!("{e:#}")))?;
         Ok(path.display().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn picked(pid: i32, start: u64, comm: &str) -> Picked {
+        Picked {
+            pid,
+            start,
+            comm: comm.into(),
+        }
+    }
+
+    #[test]
+    fn a_picked_process_is_kept_only_while_its_pid_has_its_start_time() {
+        let list = vec![
+            picked(10, 500, "sleep"),
+            // Exited.
+            picked(11, 600, "make"),
+            // Its pid now another process's, started later.
+            picked(12, 700, "cc1"),
+        ];
+        let now = |pid| match pid {
+            10 => Some(500),
+            12 => Some(9_000),
+            _ => None,
+        };
+        let (running, gone) = still_running(list, now);
+        assert_eq!(running, [picked(10, 500, "sleep")]);
+        assert_eq!(
+            gone.iter().map(Picked::label).collect::<Vec<_>>(),
+            ["make (pid 11)", "cc1 (pid 12)"]
+        );
+    }
+
+    #[test]
+    fn a_real_process_is_known_by_its_start_time_until_it_exits() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let (pid, start, comm) =
+            crate::workload::attach::identity(child.id() as i32).expect("it runs");
+        assert_eq!((pid, comm.as_str()), (child.id() as i32, "sleep"));
+        let p = vec![picked(pid, start, "sleep")];
+        let now = crate::workload::attach::running_start;
+        let (running, gone) = still_running(p.clone(), now);
+        assert_eq!((running.len(), gone.len()), (1, 0));
+        let _ = child.kill();
+        // Killed, not reaped yet: a zombie, gone already (bounded: 2 s).
+        let zombie = std::time::Instant::now();
+        while crate::state::process_start_ticks(pid).is_some()
+            && now(pid).is_some()
+            && zombie.elapsed() < std::time::Duration::from_secs(2)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            crate::state::process_start_ticks(pid),
+            Some(start),
+            "a zombie"
+        );
+        let (running, gone) = still_running(p.clone(), now);
+        assert_eq!((running.len(), gone.len()), (0, 1), "a zombie is gone");
+        let _ = child.wait();
+        let (running, gone) = still_running(p, now);
+        assert_eq!((running.len(), gone.len()), (0, 1), "reaped: gone");
     }
 }

@@ -41,6 +41,7 @@ fn to_action(e: Event) -> Option<Action> {
     Some(match e {
         Event::Started(s) => Action::Started(s),
         Event::Joined(t) => Action::Joined(t),
+        Event::Reattached { tasks, kept, gone } => Action::Reattached { tasks, kept, gone },
         Event::Batch(b) => Action::Batch(b),
         Event::KnobResult { setting, result } => Action::KnobResult { setting, result },
         Event::SystemKnobs(k) => Action::SystemKnobs(k),

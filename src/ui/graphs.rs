@@ -128,9 +128,8 @@ fn start<T>(points: &VecDeque<T>, from: f64, t: impl Fn(&T) -> f64) -> usize {
 
 /// The tasks to draw, busiest first, at most MAX_LINES, in task order.
 fn busiest(app: &App) -> Vec<usize> {
-    let mut ids: Vec<usize> = (0..app.live.tasks.len())
-        .filter(|&i| app.passes_filter(i))
-        .collect();
+    let shown = app.in_table();
+    let mut ids: Vec<usize> = (0..app.live.tasks.len()).filter(|&i| shown[i]).collect();
     let share = |i: &usize| {
         app.live
             .store
@@ -150,14 +149,17 @@ fn task_series(
     ids: &[usize],
     (from, to): (f64, f64),
     columns: usize,
-    value: impl Fn(&TaskRates) -> f64,
+    value: impl Fn(&TaskRates) -> Option<f64>,
 ) -> Vec<Series> {
     ids.iter()
         .filter_map(|&i| {
             let series = app.live.store.tasks.get(i)?;
             let first = start(&series.points, from, |r| r.t_s);
             let points = decimate(
-                series.points.range(first..).map(|r| (r.t_s, value(r))),
+                series
+                    .points
+                    .range(first..)
+                    .filter_map(|r| Some((r.t_s, value(r)?))),
                 from,
                 to,
                 columns,
@@ -294,6 +296,9 @@ struct Spec {
     series: Vec<Series>,
     scale: Scale,
     legend: Legend,
+    /// A dim line under the title: the first of these that fits the width (none when
+    /// the chart is too short to spare the row).
+    hint: &'static [&'static str],
 }
 
 fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
@@ -319,8 +324,21 @@ fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
             legend_rows = wrap_entries(entries, area.width as usize);
         }
     }
-    let inner = block.inner(area);
+    let mut inner = block.inner(area);
     frame.render_widget(block, area);
+    let fits = spec
+        .hint
+        .iter()
+        .find(|h| h.chars().count() <= inner.width as usize);
+    if let Some(hint) = fits.filter(|_| inner.height >= 6) {
+        let [hint_area, rest] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+        frame.render_widget(
+            Paragraph::new(Span::styled(*hint, theme::dim(app))),
+            hint_area,
+        );
+        inner = rest;
+    }
     let legend_h = (legend_rows.len() as u16).min(inner.height.saturating_sub(3));
     let [legend_area, plot] =
         Layout::vertical([Constraint::Length(legend_h), Constraint::Min(0)]).areas(inner);
@@ -477,7 +495,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         if trace {
             render_wakeup(frame, right, app);
         } else {
-            render_headline(frame, right, app);
+            render_headline(frame, right, app, &ids);
         }
         return;
     }
@@ -495,7 +513,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let [bl, br] = halves().areas(bottom);
     render_cpu_share(frame, tl, app, &ids);
     render_switches(frame, tr, app, &ids);
-    render_headline(frame, bl, app);
+    render_headline(frame, bl, app, &ids);
     match trace_row {
         Some(row) => {
             render_cpus(frame, br, app);
@@ -515,20 +533,14 @@ fn halves() -> Layout {
 }
 
 fn render_cpu_share(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
-    let shown = app
-        .live
-        .tasks
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| app.passes_filter(*i))
-        .count();
+    let shown = app.in_table().into_iter().filter(|s| *s).count();
     let title = if shown > ids.len() {
         format!("CPU share % (busiest {} of {shown})", ids.len())
     } else {
         "CPU share %".to_string()
     };
     let series = task_series(app, ids, window(app), columns(area), |r| {
-        r.cpu_share * 100.0
+        Some(r.cpu_share * 100.0)
     });
     draw(
         frame,
@@ -539,12 +551,15 @@ fn render_cpu_share(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
             series,
             scale: Scale::Percent,
             legend: Legend::Shared,
+            hint: &[],
         },
     );
 }
 
 fn render_switches(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
-    let series = task_series(app, ids, window(app), columns(area), |r| r.switches_per_s);
+    let series = task_series(app, ids, window(app), columns(area), |r| {
+        Some(r.switches_per_s)
+    });
     draw(
         frame,
         area,
@@ -557,13 +572,14 @@ fn render_switches(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
                 fmt: per_s,
             },
             legend: Legend::Shared,
+            hint: &[],
         },
     );
 }
 
 /// The preset's headline: latency percentiles once there are any, the fairness error,
 /// or else the metric group's throughput.
-fn render_headline(frame: &mut Frame, area: Rect, app: &App) {
+fn render_headline(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
     let headline = app
         .preset
         .as_ref()
@@ -573,6 +589,7 @@ fn render_headline(frame: &mut Frame, area: Rect, app: &App) {
             render_latency(frame, area, app, &group)
         }
         Some((Headline::Fairness, group)) => render_fairness(frame, area, app, &group),
+        Some((_, group)) if !has_progress(app, &group) => render_wait(frame, area, app, ids),
         Some((_, group)) => render_throughput(frame, area, app, group),
         None => draw(
             frame,
@@ -586,6 +603,7 @@ fn render_headline(frame: &mut Frame, area: Rect, app: &App) {
                     fmt: per_s,
                 },
                 legend: Legend::Own,
+                hint: &[],
             },
         ),
     }
@@ -625,6 +643,7 @@ fn render_latency(frame: &mut Frame, area: Rect, app: &App, group: &str) {
                 fmt: micros,
             },
             legend: Legend::Own,
+            hint: &[],
         },
     );
 }
@@ -659,6 +678,41 @@ fn render_fairness(frame: &mut Frame, area: Rect, app: &App, group: &str) {
                 fmt: percent,
             },
             legend: Legend::Title,
+            hint: &[],
+        },
+    );
+}
+
+/// Whether the group's tasks count progress (an attached process and a command
+/// without --progress do not: they have no throughput to draw).
+fn has_progress(app: &App, group: &str) -> bool {
+    app.live
+        .tasks
+        .iter()
+        .any(|t| t.group == group && !t.progress_unit.is_empty())
+}
+
+/// What procfs tells without a progress rate: each task's run-queue wait (schedstat's
+/// wait time over the interval) as a share of wall time, for the tasks of the legend.
+fn render_wait(frame: &mut Frame, area: Rect, app: &App, ids: &[usize]) {
+    let series = task_series(app, ids, window(app), columns(area), |r| {
+        r.wait_share.map(|w| w * 100.0)
+    });
+    draw(
+        frame,
+        area,
+        app,
+        Spec {
+            title: "run-queue wait % of wall time".into(),
+            series,
+            scale: Scale::Percent,
+            legend: Legend::Shared,
+            hint: &[
+                "no progress rate: a command run with --progress stdout-lines|stdout-bytes has a throughput",
+                "throughput: a command with --progress stdout-lines|stdout-bytes",
+                "throughput: --progress stdout-lines|stdout-bytes",
+                "throughput: --progress stdout-lines",
+            ],
         },
     );
 }
@@ -707,6 +761,7 @@ fn render_throughput(frame: &mut Frame, area: Rect, app: &App, group: String) {
                 fmt: per_s,
             },
             legend: Legend::Title,
+            hint: &[],
         },
     );
 }
@@ -782,6 +837,7 @@ fn render_cpus(frame: &mut Frame, area: Rect, app: &App) {
             series,
             scale: Scale::Percent,
             legend: Legend::Own,
+            hint: &[],
         },
     );
 }
@@ -798,8 +854,9 @@ fn traced_tasks(app: &App, from: f64, max: usize) -> Vec<usize> {
         })
     };
     let selected = app.ui.selected_task;
+    let shown = app.in_table();
     let mut ids: Vec<(usize, f64)> = (0..app.live.tasks.len())
-        .filter(|&i| app.passes_filter(i))
+        .filter(|&i| shown[i])
         .map(|i| (i, worst(i)))
         .filter(|(_, w)| *w > 0.0)
         .collect();
@@ -868,6 +925,7 @@ fn render_wakeup(frame: &mut Frame, area: Rect, app: &App) {
                 fmt: micros_us,
             },
             legend: Legend::Own,
+            hint: &[],
         },
     );
 }

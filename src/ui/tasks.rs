@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
 use super::theme;
-use crate::app::{App, Column, Panel};
+use crate::app::{App, Branch, Column, Panel};
 use crate::report::{rate, si};
 use crate::sampler::parse::policy_name;
 
@@ -63,11 +63,21 @@ struct Cells {
     rows: Vec<(usize, Vec<String>)>,
 }
 
-fn cells(app: &App, view: &[usize]) -> Cells {
+fn cells(app: &App, view: &[(usize, Branch)]) -> Cells {
     let columns = app.columns();
     let rows = view
         .iter()
-        .map(|&i| (i, columns.iter().map(|&c| cell(app, c, i)).collect()))
+        .map(|&(i, branch)| {
+            let texts = columns
+                .iter()
+                .map(|&c| match c {
+                    // A thread sits under its process's row, as in htop's tree.
+                    Column::Task => format!("{}{}", branch.glyph(), cell(app, c, i)),
+                    _ => cell(app, c, i),
+                })
+                .collect();
+            (i, texts)
+        })
         .collect();
     Cells { columns, rows }
 }
@@ -192,12 +202,14 @@ pub fn visible_rows(area: Rect) -> usize {
     area.height.saturating_sub(2) as usize
 }
 
-/// The table's order, the first row shown, and the tasks shown.
-fn shown(app: &App, area: Rect) -> (Vec<usize>, usize, Vec<usize>) {
-    let view = app.task_view();
+/// The table's order, the first row shown, and the tasks shown (with their place in
+/// the tree).
+fn shown(app: &App, area: Rect) -> (Vec<usize>, usize, Vec<(usize, Branch)>) {
+    let tree = app.task_tree();
+    let view: Vec<usize> = tree.iter().map(|(i, _)| *i).collect();
     let visible = visible_rows(area);
     let offset = scroll_offset(app.selected_row(&view).unwrap_or(0), visible);
-    let rows = view.iter().skip(offset).take(visible).copied().collect();
+    let rows = tree.into_iter().skip(offset).take(visible).collect();
     (view, offset, rows)
 }
 
@@ -299,5 +311,5 @@ pub fn hit(area: Rect, app: &App, x: u16, y: u16) -> Option<super::Hit> {
     }
     on_screen
         .get((y - first) as usize)
-        .map(|&i| super::Hit::Task(i))
+        .map(|&(i, _)| super::Hit::Task(i))
 }

@@ -553,3 +553,48 @@ fn a_sorted_filtered_table_says_so() {
         assert!(screen[(h - 2) as usize].starts_with("filter tasks by name: busy-1"));
     }
 }
+
+#[test]
+fn an_attached_process_lists_its_threads_as_a_tree_and_graphs_its_wait() {
+    for (w, h) in SIZES {
+        let mut app = crate::app::tests::attached_app();
+        app.update(Action::Resize(w, h));
+        let backend = draw(w, h, |f, _| super::render(f, &app));
+        insta::assert_snapshot!(format!("attached_{w}x{h}"), backend);
+        let screen = rows(&backend);
+        let row = |name: &str| {
+            screen
+                .iter()
+                .position(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{name}: {screen:#?}"))
+        };
+        let app_row = row("app ");
+        assert_eq!(row("├─ worker-4201"), app_row + 1);
+        assert_eq!(row("├─ worker-4202"), app_row + 2);
+        assert_eq!(row("└─ io"), app_row + 3, "joined later, still under app");
+        assert_eq!(row("sh "), app_row + 4);
+        let text = screen.join("\n");
+        // No progress rate: the third graph is the run-queue wait, with the way to a
+        // throughput.
+        assert!(text.contains("run-queue wait % of wall time"), "{text}");
+        assert!(text.contains("--progress stdout-lines"), "{text}");
+        assert!(!text.contains("throughput "), "{text}");
+        if w == 200 {
+            assert!(text.contains("a command with --progress stdout-lines|stdout-bytes"));
+        }
+    }
+}
+
+#[test]
+fn a_filtered_tree_keeps_the_process_row_of_a_matching_thread() {
+    let mut app = crate::app::tests::attached_app();
+    app.update(Action::Resize(80, 24));
+    app.ui.filter = "4202".into();
+    let screen = rows(&draw(80, 24, |f, _| super::render(f, &app)));
+    let at = screen
+        .iter()
+        .position(|l| l.starts_with("app "))
+        .expect("app's row");
+    assert!(screen[at + 1].starts_with("└─ worker-4202"), "{screen:#?}");
+    assert!(screen[1].contains("(2 of 6)"), "{}", screen[1]);
+}

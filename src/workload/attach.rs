@@ -76,6 +76,22 @@ fn tgid_of(pid: i32) -> Option<i32> {
     Some(procfs::process::Process::new(pid).ok()?.status().ok()?.tgid)
 }
 
+/// A process as it is now: its pid (the process a thread id given belongs to), its start
+/// time in clock ticks after boot (with the pid, one process even after the pid is
+/// reused) and its name; None once it is gone.
+pub fn identity(pid: i32) -> Option<(i32, u64, String)> {
+    let tgid = tgid_of(pid)?;
+    let stat = procfs::process::Process::new(tgid).ok()?.stat().ok()?;
+    Some((tgid, stat.starttime, stat.comm))
+}
+
+/// A process's start time while it runs (None once it exited, a zombie included: it
+/// has nothing left to attach to).
+pub fn running_start(pid: i32) -> Option<u64> {
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    (!matches!(stat.state, 'Z' | 'X')).then_some(stat.starttime)
+}
+
 /// schedlab itself: attaching to it would turn schedlab's knobs on schedlab (its
 /// workers do not exist yet when the selector is resolved, and [`tree`] never descends
 /// into it, so attaching to the shell that started schedlab leaves schedlab out).
