@@ -538,7 +538,15 @@ impl App {
             return Vec::new();
         }
         let tids: Vec<i32> = self.live.tasks.iter().map(|t| t.tid).collect();
+        let first_loss = batch.lost > 0 && self.live.store.trace_lost == 0;
         self.live.store.push_trace(batch, &tids);
+        if first_loss {
+            // Said once; the header keeps the running total.
+            self.complain(format!(
+                "the trace lost {} events (its rings were full): its counts are low by about that many",
+                batch.lost
+            ));
+        }
         Vec::new()
     }
 

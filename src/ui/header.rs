@@ -96,6 +96,14 @@ fn flags(app: &App) -> Vec<Piece> {
     }
     if app.tracing {
         pieces.push(piece("  TRACE", theme::key(app), None));
+        let lost = app.live.store.trace_lost;
+        if lost > 0 {
+            pieces.push(piece(
+                format!(" LOST {}", crate::report::si(lost as f64)),
+                theme::error(app),
+                None,
+            ));
+        }
     }
     if let Some(path) = &app.recording {
         // The file's name: its directory is the one schedlab started in.

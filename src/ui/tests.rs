@@ -227,6 +227,30 @@ fn header_says_trace_while_tracing() {
 }
 
 #[test]
+fn header_counts_lost_trace_events_once_any_are_lost() {
+    let mut app = app_tracing();
+    let mut b = crate::app::tests::trace_batch(8, 10.0, 90.0, 1510);
+    b.lost = 1200;
+    app.update(Action::Trace(Box::new(b)));
+    let text = draw(90, 1, |f, a| super::header::render(f, a, &app)).to_string();
+    assert!(text.contains("TRACE LOST 1.2k"), "{text}");
+    assert!(app.ui.status_is_error);
+    assert!(
+        app.ui.status.starts_with("the trace lost 1200 events"),
+        "{}",
+        app.ui.status
+    );
+    // Said once: a second loss adds to the count, not to the log.
+    let logged = app.ui.log.len();
+    let mut b = crate::app::tests::trace_batch(9, 10.0, 90.0, 1520);
+    b.lost = 800;
+    app.update(Action::Trace(Box::new(b)));
+    assert_eq!(app.ui.log.len(), logged);
+    let text = draw(90, 1, |f, a| super::header::render(f, a, &app)).to_string();
+    assert!(text.contains("TRACE LOST 2.0k"), "{text}");
+}
+
+#[test]
 fn graphs_short_of_room_put_wakeup_latency_in_place_of_per_cpu() {
     let app = app_tracing();
     insta::assert_snapshot!(draw(100, 20, |f, a| super::graphs::render(f, a, &app)));
