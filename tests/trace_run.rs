@@ -153,23 +153,40 @@ fn an_existing_timeline_file_is_refused_before_the_run() {
     assert_eq!(std::fs::read_to_string(&timeline).expect("read"), "keep me");
 }
 
-/// `perf sched timehist`'s scheduling delay of the reader (wakeup to running, per
-/// switch-in) against schedlab's wakeup latency, both from the same run. (`perf sched
-/// latency` is no reference here: it files `wc`'s switches under the `schedlab` it was
-/// exec'd from and reports "context switch bugs".)
-#[test]
-fn wakeup_latency_agrees_with_perf_sched_timehist() {
-    // The default: the kernel writes sched_waking for cross-CPU wake-ups only, and the
-    // pinned pair's same-CPU wake-ups start at sched_wakeup (as perf's do).
-    agrees_with_timehist("--trace", true);
-}
-
+/// `perf sched timehist`'s scheduling delay of the reader (from its sched_waking, which
+/// `perf sched record` records in place of sched_wakeup, to running) against schedlab's
+/// wakeup latency, both from the same run. (`perf sched latency` is no reference here:
+/// it files `wc`'s switches under the `schedlab` it was exec'd from and reports
+/// "context switch bugs".)
+// Both tests pin the pair to CPU 0: a CPU that never idles. A wake-up of a task on an
+// idle CPU is no fair reference on this VM's kernel, which raises no perf event while
+// the idle task runs: perf misses the switch from idle and files the delay wrongly,
+// where schedlab fills it from context-switch records.
 #[test]
 fn wakeup_latency_with_every_waking_agrees_with_perf_sched_timehist() {
-    agrees_with_timehist("--trace-every-waking", false);
+    // Both on CPU 0: only --trace-every-waking has the same-CPU sched_waking.
+    agrees_with_timehist("--trace-every-waking", Exact::Yes);
 }
 
-fn agrees_with_timehist(flag: &str, cross_cpu_only: bool) {
+#[test]
+fn same_cpu_wakeups_measured_from_sched_wakeup_read_shorter_than_perfs() {
+    // Both on CPU 0, the default: a same-CPU wake-up starts at its sched_wakeup, after
+    // the kernel's enqueue (and the sched_waking record perf has the kernel write), so
+    // schedlab's latencies are never longer than perf's, and short by a few us at most.
+    agrees_with_timehist("--trace", Exact::StartsLater);
+}
+
+/// How schedlab's wakeup latency compares with perf's.
+#[derive(PartialEq)]
+enum Exact {
+    /// The same events on both sides.
+    Yes,
+    /// schedlab starts at sched_wakeup where perf starts at sched_waking.
+    StartsLater,
+}
+
+fn agrees_with_timehist(flag: &str, exact: Exact) {
+    let cross_cpu_only = flag == "--trace";
     if !common::require("root", common::is_root()) || !common::require("perf", common::have("perf"))
     {
         return;
@@ -261,18 +278,32 @@ fn agrees_with_timehist(flag: &str, cross_cpu_only: bool) {
     delays.sort_by(f64::total_cmp);
     let perf_max = delays[delays.len() - 1];
     let perf_p99 = delays[delays.len() * 99 / 100];
+    let perf_p50 = delays[delays.len() / 2];
     let w = &reader["sched"]["wakeup_latency"];
-    let (wakeup_max, p99) = (num(&w["max_us"], "max_us"), num(&w["p99_us"], "p99_us"));
-    // The same wake-ups (perf from sched_wakeup, schedlab from sched_waking - a moment
-    // earlier - or from sched_wakeup too for a same-CPU wake-up by default; perf prints
-    // whole microseconds): within 10 % + 5 us.
-    assert!(
-        (wakeup_max - perf_max).abs() <= 0.1 * perf_max + 5.0,
-        "schedlab max wakeup {wakeup_max:.1} us vs perf sched timehist {perf_max:.1} us (next: {:?})",
+    let (wakeup_max, p99, p50) = (
+        num(&w["max_us"], "max_us"),
+        num(&w["p99_us"], "p99_us"),
+        num(&w["p50_us"], "p50_us"),
+    );
+    let seen = format!(
+        "schedlab p50/p99/max {p50:.1}/{p99:.1}/{wakeup_max:.1} us vs perf sched timehist {perf_p50:.1}/{perf_p99:.1}/{perf_max:.1} us (perf's next to max: {:?})",
         &delays[delays.len().saturating_sub(4)..]
     );
-    assert!(
-        (p99 - perf_p99).abs() <= 0.25 * perf_p99 + 2.0,
-        "schedlab p99 {p99:.1} us vs perf sched timehist {perf_p99:.1} us"
-    );
+    if exact == Exact::Yes {
+        // The same wake-ups from the same sched_waking (perf prints whole us): the
+        // worst within 10 % + 5 us, p99 within 25 % + 2 us.
+        assert!(
+            (wakeup_max - perf_max).abs() <= 0.1 * perf_max + 5.0,
+            "{seen}"
+        );
+        assert!((p99 - perf_p99).abs() <= 0.25 * perf_p99 + 2.0, "{seen}");
+    } else {
+        // Later starts: never longer than perf's (perf's whole us round up by <1 us),
+        // and the median short by at most the few us a VM takes from waking to wakeup.
+        assert!(
+            p50 <= perf_p50 + 1.0 && p99 <= perf_p99 * 1.1 + 2.0,
+            "{seen}"
+        );
+        assert!(p50 >= perf_p50 - 5.0, "{seen}");
+    }
 }

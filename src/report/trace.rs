@@ -290,6 +290,9 @@ pub fn write_table(out: &mut String, r: &RunReport) {
         t.lost,
         t.tracer_ns_per_event
     );
+    if t.waking_cross_cpu_only {
+        out.push_str("  wakeup latency from sched_waking for cross-CPU wake-ups, from sched_wakeup for same-CPU ones (--trace-every-waking: all from sched_waking)\n");
+    }
     let mut rows: Vec<Vec<String>> = vec![[
         "  task",
         "switches",
