@@ -420,8 +420,12 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
     }
     // The same loop in C (benches/reference/cyclic.c), run before and after the check:
     // the medians measure the same path (hrtimer interrupt, wakeup, switch, plus the
-    // 50 us slack for OTHER) and agree within 1.5x. p99 and max are what other load and
-    // the host did in that second, different for every run: printed, not compared.
+    // 50 us slack for OTHER) and agree within 2x. Not closer: this VM's host puts the
+    // path in one of two regimes and flips between them at any moment, FIFO p50 33-37 us
+    // or 48-63 us (the C loop alone, pinned to either CPU, shows both; one CI run had
+    // both references at 33-37 around a check at 58.6, a ratio of 1.57). p99 and max are
+    // what other load and the host did in that second, different for every run:
+    // printed, not compared.
     for (id, pick) in [
         (
             "wakeup_latency_other",
@@ -435,7 +439,7 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
             &format!("{id} p50 us"),
             num(&d["p50_us"], "p50"),
             &refs.map(|w| w.p50),
-            1.5,
+            2.0,
         );
         eprintln!(
             "{id}: p99 {:.0} us (references {:.0}, {:.0}), max {:.0} us (references {:.0}, {:.0})",
