@@ -381,7 +381,13 @@ impl Tracer {
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("schedlab-trace".into())
-            .spawn(move || worker.run(&flag))
+            .spawn(move || {
+                // The tracer is the instrument, like the sampler: as the sampler runs
+                // (nice -20 headless, FIFO 99 in the workbench), or a nice-0 thread
+                // beside a busy experiment falls behind and the rings overflow.
+                crate::knob::task::elevate_if_requested(true);
+                worker.run(&flag)
+            })
             .map_err(|e| TraceError::Thread(e.to_string()))?;
         Ok(Tracer {
             stop,
