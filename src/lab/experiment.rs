@@ -13,6 +13,7 @@ use super::describe::{Started, TaskInfo};
 use super::record::Recorder;
 use super::session::Session;
 use super::store::{Store, TaskRates};
+use super::switches::{ProcSwitches, WindowCount};
 use crate::error::KnobError;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
@@ -122,6 +123,10 @@ pub struct Experiment {
     trace_error: Option<String>,
     /// A trace stopped while the experiment goes on (the workbench's `t`).
     trace_done: Option<TraceFinal>,
+    /// /proc's switch counters at the running trace's start, and what they counted
+    /// over a trace that stopped.
+    trace_base: super::switches::ProcSwitches,
+    trace_counted: Vec<WindowCount>,
     /// Thread id -> task index, for the trace's batches.
     tids: Vec<i32>,
     /// When new threads and children were last looked for (None: nothing to follow).
@@ -166,6 +171,11 @@ impl Experiment {
             },
             None => (None, None),
         };
+        let trace_base = if tracer.is_some() {
+            proc_switches(&session)
+        } else {
+            ProcSwitches::default()
+        };
         session.open_gate();
         let start_s = begun.elapsed().as_secs_f64();
         let sampler = Sampler::spawn(
@@ -198,6 +208,8 @@ impl Experiment {
             tracer,
             trace_error,
             trace_done: None,
+            trace_base,
+            trace_counted: Vec::new(),
             tids,
             last_follow,
             left_out: 0,
@@ -345,6 +357,9 @@ impl Experiment {
         }
         if let Some(tracer) = self.tracer.as_mut() {
             tracer.add_targets(joined.iter().map(trace_target).collect());
+            for t in &joined {
+                self.trace_base.add(t.pid, t.tid);
+            }
         }
         self.sampler
             .send(Command::SetTargets(self.session.sampler_targets()));
@@ -392,13 +407,19 @@ impl Experiment {
                 Ok(t) => {
                     self.tracer = Some(t);
                     self.trace_error = None;
+                    self.trace_base = proc_switches(&self.session);
                 }
                 Err(e) => {
                     self.trace_error = Some(e.to_string());
                     return Err(e);
                 }
             },
-            (false, Some(t)) => self.trace_done = Some(t.stop()),
+            (false, Some(t)) => {
+                let base = &self.trace_base;
+                let mut counted = Vec::new();
+                self.trace_done = Some(t.stop_then(|| counted = base.since()));
+                self.trace_counted = counted;
+            }
             (false, None) => {}
         }
         Ok(())
@@ -474,12 +495,17 @@ impl Experiment {
             tracer,
             trace_error,
             trace_done,
+            trace_base,
+            mut trace_counted,
             tids,
             aggregate,
             ..
         } = self;
         // First: the teardown's kills are not part of the experiment.
-        let mut trace = tracer.map(Tracer::stop).or(trace_done);
+        let mut trace = match tracer {
+            Some(t) => Some(t.stop_then(|| trace_counted = trace_base.since())),
+            None => trace_done,
+        };
         if let (Some(t), true) = (trace.as_mut(), aggregate) {
             for tb in std::mem::take(&mut t.pending) {
                 store.push_trace(&tb, &tids);
@@ -510,6 +536,7 @@ impl Experiment {
             observer,
             trace,
             trace_error,
+            trace_counted,
         }
     }
 }
@@ -526,6 +553,8 @@ pub struct Finished {
     pub trace: Option<TraceFinal>,
     /// Why tracing was asked for and did not run.
     pub trace_error: Option<String>,
+    /// /proc's switch counts over the trace's own window, per task.
+    pub trace_counted: Vec<WindowCount>,
 }
 
 /// Trace `session`'s tasks on every online CPU (they may run anywhere the kernel lets
@@ -562,4 +591,13 @@ fn trace_target(t: &TaskInfo) -> TraceTarget {
         tid: t.tid,
         name: t.name.clone(),
     }
+}
+
+/// /proc's switch counters of the session's tasks, read as a trace starts.
+fn proc_switches(session: &Session) -> ProcSwitches {
+    let mut p = ProcSwitches::default();
+    for t in &session.workload.tasks {
+        p.add(t.pid, t.tid);
+    }
+    p
 }

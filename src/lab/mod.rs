@@ -9,3 +9,4 @@ pub mod pingpong;
 pub mod record;
 pub mod session;
 pub mod store;
+pub mod switches;

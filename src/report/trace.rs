@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::RunReport;
 use crate::lab::experiment::{Finished, KnobEvent};
 use crate::lab::store::Store;
+use crate::lab::switches::WindowCount;
 use crate::timeline::{write_chrome_json, Summary, TimelineEvent, TimelineInput};
 use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal};
 
@@ -20,8 +21,10 @@ use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal};
 pub struct SchedReport {
     #[serde(flatten)]
     pub trace: TaskSched,
-    /// Switches /proc/PID/sched counted over the whole run (nr_switches): the
-    /// independent reference for `switches_in`.
+    /// Switches /proc counted over the trace's own window (read from
+    /// /proc/PID/task/TID/status as the trace started and stopped; for a task that
+    /// exited before, nr_switches between the first and last samples): the independent
+    /// reference for `switches_in`.
     pub procfs_switches: Option<u64>,
     /// Voluntary switches (the task blocked): each is followed by one wakeup.
     pub procfs_voluntary: Option<u64>,
@@ -84,7 +87,8 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
     // The report's tasks are the workload's, in order: the same index as the store's.
     for (id, task) in report.tasks.iter_mut().enumerate() {
         if let Some(t) = trace.tasks.iter().find(|t| t.tid == task.tid) {
-            task.sched = Some(sched_report(&f.store, id, t));
+            let counted = f.trace_counted.iter().find(|c| c.tid == task.tid);
+            task.sched = Some(sched_report(&f.store, id, t, counted));
         }
     }
     let secs = trace.elapsed_ns as f64 / 1e9;
@@ -110,7 +114,14 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
     });
 }
 
-fn sched_report(store: &Store, id: usize, t: &TaskSched) -> SchedReport {
+/// The trace's counts beside /proc's: over the trace's own window where /proc was read
+/// at its start and stop (`counted`), else between the first and last samples.
+fn sched_report(
+    store: &Store,
+    id: usize,
+    t: &TaskSched,
+    counted: Option<&WindowCount>,
+) -> SchedReport {
     let series = store.tasks.get(id);
     let delta = |f: fn(&crate::sampler::TaskSample) -> Option<u64>| {
         let series = series?;
@@ -118,11 +129,17 @@ fn sched_report(store: &Store, id: usize, t: &TaskSched) -> SchedReport {
         let (_, last) = series.last.as_ref()?;
         Some(f(last)?.saturating_sub(f(first)?))
     };
-    let procfs_switches = delta(|s| s.sched.nr_switches);
+    let (procfs_switches, procfs_voluntary) = match counted {
+        Some(c) => (Some(c.switches), Some(c.voluntary)),
+        None => (
+            delta(|s| s.sched.nr_switches),
+            delta(|s| s.sched.nr_voluntary_switches),
+        ),
+    };
     SchedReport {
         trace: t.clone(),
         procfs_switches,
-        procfs_voluntary: delta(|s| s.sched.nr_voluntary_switches),
+        procfs_voluntary,
         switches_vs_procfs: procfs_switches
             .filter(|&n| n > 0)
             .map(|n| t.switches_in as f64 / n as f64),

@@ -297,6 +297,8 @@ pub struct Tracer {
     rx: mpsc::Receiver<TraceBatch>,
     /// Tasks that joined the experiment, for the thread to account from now on.
     join_tx: mpsc::Sender<Vec<TraceTarget>>,
+    /// Told once the thread has turned the events off (before it drains and closes).
+    disabled_rx: mpsc::Receiver<()>,
     waking_cross_cpu_only: bool,
     thread: Option<std::thread::JoinHandle<TraceFinal>>,
     started_ns: u64,
@@ -375,8 +377,10 @@ impl Tracer {
         }
         let started_ns = monotonic_ns();
         let (join_tx, join_rx) = mpsc::channel();
+        let (disabled_tx, disabled_rx) = mpsc::channel();
         let mut worker = Worker::new(rings, decoder, &targets, interval_ns, keep, tx, started_ns);
         worker.joins = Some(join_rx);
+        worker.disabled = Some(disabled_tx);
         worker.waking_cross_cpu_only = waking_cross_cpu_only;
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -393,6 +397,7 @@ impl Tracer {
             stop,
             rx,
             join_tx,
+            disabled_rx,
             waking_cross_cpu_only,
             thread: Some(thread),
             started_ns,
@@ -422,8 +427,20 @@ impl Tracer {
     }
 
     /// Stop, drain what is left, and return the totals.
-    pub fn stop(mut self) -> TraceFinal {
+    pub fn stop(self) -> TraceFinal {
+        self.stop_then(|| ())
+    }
+
+    /// Stop, run `at_stop` as soon as the events are off (what the kernel counted up to
+    /// the trace's end: closing the perf events afterwards takes a grace period per
+    /// event, ~200 ms on a VM, while the experiment goes on), then drain what is left
+    /// and return the totals.
+    pub fn stop_then(mut self, at_stop: impl FnOnce()) -> TraceFinal {
         self.stop.store(true, Ordering::Release);
+        // Bounded: the thread looks at the flag at least every drain period; a dead
+        // thread drops the sender and this returns at once.
+        let _ = self.disabled_rx.recv_timeout(Duration::from_secs(2));
+        at_stop();
         let joined = match self.thread.take() {
             Some(t) => t.join().map_err(|panic| {
                 panic
@@ -477,6 +494,7 @@ struct Worker {
     sink: Sink,
     idle: IdleGap,
     joins: Option<mpsc::Receiver<Vec<TraceTarget>>>,
+    disabled: Option<mpsc::Sender<()>>,
     waking_cross_cpu_only: bool,
 }
 
@@ -517,6 +535,7 @@ impl Worker {
             rings,
             decoder,
             joins: None,
+            disabled: None,
             waking_cross_cpu_only: false,
             scratch: Box::new([0u8; ring::MAX_RECORD]),
             sink: Sink {
@@ -557,6 +576,9 @@ impl Worker {
             let stopping = stop.load(Ordering::Acquire);
             if stopping {
                 self.rings.iter_mut().for_each(ring::CpuRing::disable);
+                if let Some(tx) = self.disabled.take() {
+                    let _ = tx.send(());
+                }
             }
             if let Some(joins) = &self.joins {
                 for targets in joins.try_iter() {
