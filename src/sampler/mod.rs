@@ -145,7 +145,8 @@ pub enum Command {
     RefreshStatus,
     /// Replace the task list (after a restart).
     SetTargets(Vec<Target>),
-    /// Sample right now, out of turn (used at the end of a run).
+    /// Sample out of turn (used at the end of a run): now, or half an interval after the
+    /// last round if that is later.
     SampleNow,
     /// Stop (true) or resume (false) sampling.
     Pause(bool),
@@ -434,9 +435,11 @@ fn sampler_loop(
 ) {
     let mut next = Instant::now();
     let mut paused = false;
+    let mut last_round: Option<Instant> = None;
     loop {
         if !paused {
             let mut batch = recycle.try_recv().unwrap_or_default();
+            last_round = Some(Instant::now());
             reader.sample_into(&mut batch);
             if batches.send(batch).is_err() {
                 return;
@@ -460,7 +463,14 @@ fn sampler_loop(
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => {
                     reader.read_system_next();
-                    break;
+                    // Not sooner than half an interval after the last round: a round
+                    // a millisecond after another reads no run time for a running
+                    // task (schedstat moves at ticks and switches), a share of 0.
+                    let soonest = last_round.map(|t| t + interval / 2);
+                    match soonest {
+                        Some(at) if at > Instant::now() => next = at,
+                        _ => break,
+                    }
                 }
                 Ok(Command::Pause(p)) => paused = p,
                 Err(RecvTimeoutError::Timeout) => break,
