@@ -36,6 +36,11 @@ pub enum Cmd {
         settings: SettingsArgs,
         #[command(flatten)]
         system: SystemArgs,
+        /// When tracing (`t`), have the kernel write every sched_waking, not only those
+        /// of cross-CPU wake-ups (exact same-CPU latencies; costs a wake-up-heavy
+        /// experiment up to a tenth of its speed on a VM).
+        #[arg(long)]
+        trace_every_waking: bool,
     },
     /// Run a preset headless for a while and print what happened.
     Run(RunArgs),

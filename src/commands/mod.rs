@@ -53,13 +53,25 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 ..SettingsArgs::default()
             },
             &SystemArgs::default(),
+            crate::trace::Wakings::CrossCpu,
         ),
         Some(Cmd::Tui {
             preset,
             target,
             settings,
             system,
-        }) => tui::tui(preset.as_deref(), &target, &settings, &system),
+            trace_every_waking,
+        }) => tui::tui(
+            preset.as_deref(),
+            &target,
+            &settings,
+            &system,
+            if trace_every_waking {
+                crate::trace::Wakings::All
+            } else {
+                crate::trace::Wakings::CrossCpu
+            },
+        ),
         Some(Cmd::Presets { name }) => presets::presets(name.as_deref()),
         Some(Cmd::Run(args)) => run::run_command(args),
         Some(Cmd::Sweep(args)) => sweep::sweep(args),

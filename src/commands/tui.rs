@@ -12,6 +12,7 @@ pub fn tui(
     target: &TargetArgs,
     settings: &SettingsArgs,
     system: &SystemArgs,
+    wakings: crate::trace::Wakings,
 ) -> Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
@@ -52,6 +53,7 @@ pub fn tui(
                 .map(|r| Box::new(r) as Box<dyn crate::lab::record::Recorder>)
         }),
         record_dir,
+        wakings,
     };
     system.allow_unthrottled_rt = false;
     let restored = crate::tui::run(preset, system, tui_opts)?;

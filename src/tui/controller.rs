@@ -113,6 +113,7 @@ pub fn spawn(
     preset: Preset,
     exe: PathBuf,
     interval: Duration,
+    wakings: crate::trace::Wakings,
     sys: SystemKnobs,
     open_recorder: OpenRecorder,
     events: UnboundedSender<Event>,
@@ -126,6 +127,7 @@ pub fn spawn(
                 preset,
                 exe,
                 interval,
+                wakings,
                 sys,
                 open_recorder,
                 events,
@@ -150,6 +152,8 @@ struct Controller {
     preset: Preset,
     exe: PathBuf,
     interval: Duration,
+    /// Which sched_waking events a trace asks the kernel for.
+    wakings: crate::trace::Wakings,
     sys: SystemKnobs,
     open_recorder: OpenRecorder,
     events: UnboundedSender<Event>,
@@ -238,7 +242,7 @@ impl Controller {
             warmup: Duration::ZERO,
             aggregate: false,
             trace: experiment::Trace::Off,
-            wakings: crate::trace::Wakings::CrossCpu,
+            wakings: self.wakings,
         };
         match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
             Ok(mut exp) => {

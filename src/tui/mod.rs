@@ -30,6 +30,8 @@ pub struct TuiOptions {
     pub open_recorder: OpenRecorder,
     /// Where `r` records to: a new file per recording in this directory.
     pub record_dir: PathBuf,
+    /// Which sched_waking events `t`'s trace asks the kernel for.
+    pub wakings: crate::trace::Wakings,
 }
 
 /// NO_COLOR (https://no-color.org): any non-empty value turns colours off.
@@ -90,6 +92,7 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
             preset,
             opts.exe.clone(),
             opts.interval,
+            opts.wakings,
             system,
             opts.open_recorder,
             ev_tx,
