@@ -873,19 +873,23 @@ mod tests {
         assert!(regime_warnings(&m).is_empty());
     }
 
-    #[test]
-    fn a_round_in_another_regime_is_named_in_a_warning() {
-        // B/A per round: 2.0, 2.0, 0.4. The median is 2.0; 0.4 is 5x off it, past the
-        // 1.25x that still counts as one regime.
-        let rounds: Vec<Round> = [(10.0, 20.0), (20.0, 40.0), (50.0, 20.0)]
-            .iter()
+    /// Rounds of one metric, "tput", from (A, B) values.
+    fn tput_rounds(ab: &[(f64, f64)]) -> Vec<Round> {
+        ab.iter()
             .map(|&(a, b)| {
                 [
                     run(&[("tput", "loops/s", a)]),
                     run(&[("tput", "loops/s", b)]),
                 ]
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_round_in_another_regime_is_named_in_a_warning() {
+        // B/A per round: 2.0, 2.0, 0.4. The median is 2.0; 0.4 is 5x off it, past the
+        // 1.25x that still counts as one regime.
+        let rounds = tput_rounds(&[(10.0, 20.0), (20.0, 40.0), (50.0, 20.0)]);
         let m = metric_stats(&rounds);
         assert_eq!(m[0].ratios, [2.0, 2.0, 0.4]);
         assert_eq!(m[0].ratio_median, 2.0);
@@ -902,21 +906,13 @@ mod tests {
     fn an_odd_round_is_named_by_its_round_even_after_a_round_without_a_ratio() {
         // Round 1's A is 0 (x/0 has no ratio): the ratios come from rounds 2-5, and the
         // odd one (0.4) is round 5, the fourth ratio.
-        let rounds: Vec<Round> = [
+        let rounds = tput_rounds(&[
             (0.0, 5.0),
             (10.0, 20.0),
             (20.0, 40.0),
             (5.0, 10.0),
             (50.0, 20.0),
-        ]
-        .iter()
-        .map(|&(a, b)| {
-            [
-                run(&[("tput", "loops/s", a)]),
-                run(&[("tput", "loops/s", b)]),
-            ]
-        })
-        .collect();
+        ]);
         let m = metric_stats(&rounds);
         assert_eq!(m[0].ratios, [2.0, 2.0, 2.0, 0.4]);
         assert_eq!(m[0].ratio_rounds, [2, 3, 4, 5]);

@@ -184,8 +184,8 @@ fn drive(
             }
         }
         interrupted |= opts.stop.load(Ordering::Relaxed);
-        if (interrupted || elapsed >= opts.duration || exp.all_exited()) && !exp.ask_last_sample() {
-            return Ok(interrupted);
+        if interrupted || elapsed >= opts.duration || exp.all_exited() {
+            exp.ask_last_sample();
         }
     }
 }

@@ -112,10 +112,6 @@ pub struct Experiment {
     last_reap: Instant,
     /// When the last round was asked for (CLOCK_MONOTONIC ns).
     last_asked: Option<u64>,
-    /// The sampling interval and when the latest round was taken (CLOCK_MONOTONIC ns):
-    /// a last round asked for right after a regular one would span a fraction of a tick.
-    interval: Duration,
-    latest_ns: Option<u64>,
     wakings: Wakings,
     aggregate: bool,
     tracer: Option<Tracer>,
@@ -201,8 +197,6 @@ impl Experiment {
             reap_now: false,
             last_reap: Instant::now(),
             last_asked: None,
-            interval: opts.interval,
-            latest_ns: None,
             wakings: opts.wakings,
             aggregate: opts.aggregate,
             tracer,
@@ -277,7 +271,6 @@ impl Experiment {
         let batch = self.sampler.recv_timeout(timeout)?;
         self.rounds += 1;
         self.sampler_ns += batch.cost_ns;
-        self.latest_ns = Some(batch.t_ns);
         self.reap_now |= batch.tasks.iter().any(|t| !t.alive);
         if let Some(r) = self.recorder.as_mut() {
             r.batch(&batch);
@@ -333,17 +326,12 @@ impl Experiment {
         if left_out > self.left_out {
             self.left_out = left_out;
             let what = if left_out == 1 {
-                "1 new thread or process was"
+                "1 new thread or process was".to_string()
             } else {
-                "new threads or processes were"
-            };
-            let n = if left_out == 1 {
-                String::new()
-            } else {
-                format!("{left_out} ")
+                format!("{left_out} new threads or processes were")
             };
             self.started.warnings.push(format!(
-                "{n}{what} not followed: an experiment has at most {} tasks",
+                "{what} not followed: an experiment has at most {} tasks",
                 crate::preset::MAX_COUNT
             ));
         }
@@ -356,7 +344,12 @@ impl Experiment {
             self.started.tasks.push(t.clone());
         }
         if let Some(tracer) = self.tracer.as_mut() {
-            tracer.add_targets(joined.iter().map(trace_target).collect());
+            tracer.add_targets(
+                joined
+                    .iter()
+                    .map(|t| trace_target(t.tid, &t.name))
+                    .collect(),
+            );
             for t in &joined {
                 self.trace_base.add(t.pid, t.tid);
             }
@@ -430,8 +423,7 @@ impl Experiment {
         self.trace_done.as_ref()
     }
 
-    pub fn set_interval(&mut self, d: Duration) {
-        self.interval = d;
+    pub fn set_interval(&self, d: Duration) {
         self.sampler.send(Command::SetInterval(d));
     }
 
@@ -450,23 +442,12 @@ impl Experiment {
         self.session.workload.all_exited()
     }
 
-    /// Ask for one more round so a run ends on a fresh sample; false when the latest
-    /// round is fresh enough to end on (taken under half an interval ago).
-    ///
-    /// Why not always ask: /proc/PID/schedstat's run time of a running task moves only
-    /// at ticks and switches, so a round a millisecond after the last one reads 0 for
-    /// every spinner - a share that cannot be true, weighted like a full row in sums.
-    pub fn ask_last_sample(&mut self) -> bool {
+    /// Ask for one more round so a run ends on a fresh sample (the sampler takes it
+    /// no sooner than half an interval after its last: see `Command::SampleNow`).
+    pub fn ask_last_sample(&mut self) {
         // Taken before asking, or the answer could predate it.
-        let now = monotonic_ns();
-        self.last_asked = Some(now);
-        let fresh = self
-            .latest_ns
-            .is_some_and(|t| now.saturating_sub(t) < self.interval.as_nanos() as u64 / 2);
-        if !fresh {
-            self.sampler.send(Command::SampleNow);
-        }
-        !fresh
+        self.last_asked = Some(monotonic_ns());
+        self.sampler.send(Command::SampleNow);
     }
 
     /// Whether the last round was asked for.
@@ -570,10 +551,7 @@ fn start_tracer(
         .workload
         .tasks
         .iter()
-        .map(|t| TraceTarget {
-            tid: t.tid,
-            name: t.name.clone(),
-        })
+        .map(|t| trace_target(t.tid, &t.name))
         .collect();
     Tracer::start_with(
         &session.online,
@@ -586,10 +564,10 @@ fn start_tracer(
 }
 
 /// What the tracer accounts a task under.
-fn trace_target(t: &TaskInfo) -> TraceTarget {
+fn trace_target(tid: i32, name: &str) -> TraceTarget {
     TraceTarget {
-        tid: t.tid,
-        name: t.name.clone(),
+        tid,
+        name: name.to_string(),
     }
 }
 

@@ -467,60 +467,39 @@ pub(super) fn linear_top(max: f64) -> f64 {
     }
 }
 
-/// A linear f64 axis whose ticks are exactly `keys` (plotters' `WithKeyPoints` over f64
-/// has no label formatter, and the label text comes from a closure anyway).
-pub(super) struct Ticks {
-    inner: RangedCoordf64,
+/// An f64 axis whose ticks are exactly `keys` over a linear or log coordinate (plotters'
+/// `WithKeyPoints` over f64 has no label formatter, and the label text comes from a
+/// closure anyway; a broken log axis' bottom gets its "0" tick whichever decades
+/// plotters would have picked).
+pub(super) struct KeyTicks<C> {
+    inner: C,
     keys: Vec<f64>,
 }
 
+/// Exact ticks on a linear axis.
+pub(super) type Ticks = KeyTicks<RangedCoordf64>;
+/// Exact ticks on a log axis.
+pub(super) type LogTicks = KeyTicks<LogCoord<f64>>;
+
 impl Ticks {
     pub(super) fn new(range: Range<f64>, keys: Vec<f64>) -> Ticks {
-        Ticks {
+        KeyTicks {
             inner: range.into(),
             keys,
         }
     }
 }
 
-impl Ranged for Ticks {
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        self.inner.map(value, limit)
-    }
-
-    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
-        if hint.weight().allow_light_points() {
-            Vec::new()
-        } else {
-            self.keys.clone()
-        }
-    }
-
-    fn range(&self) -> Range<f64> {
-        self.inner.range()
-    }
-}
-
-/// A log f64 axis whose ticks are exactly `keys`: a broken axis' bottom gets its "0" tick
-/// whichever decades plotters would have picked.
-pub(super) struct LogTicks {
-    inner: LogCoord<f64>,
-    keys: Vec<f64>,
-}
-
 impl LogTicks {
     pub(super) fn new(range: Range<f64>, keys: Vec<f64>) -> LogTicks {
-        LogTicks {
+        KeyTicks {
             inner: range.log_scale().into(),
             keys,
         }
     }
 }
 
-impl Ranged for LogTicks {
+impl<C: Ranged<ValueType = f64>> Ranged for KeyTicks<C> {
     type FormatOption = DefaultFormatting;
     type ValueType = f64;
 

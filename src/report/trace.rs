@@ -252,22 +252,17 @@ fn timeline_event(
             pid,
             waker,
             target_cpu,
-        } => {
-            announced.insert(pid);
-            TimelineEvent::Waking {
-                t_ns: e.t_ns,
-                cpu: e.cpu,
-                pid,
-                waker,
-                target_cpu,
-            }
         }
-        EventKind::Wakeup {
+        | EventKind::Wakeup {
             pid,
             waker,
             target_cpu,
         } => {
-            if announced.remove(&pid) {
+            let waking = matches!(e.kind, EventKind::Waking { .. });
+            // A sched_wakeup whose sched_waking was drawn already adds nothing.
+            if waking {
+                announced.insert(pid);
+            } else if announced.remove(&pid) {
                 return None;
             }
             TimelineEvent::Waking {

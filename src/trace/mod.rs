@@ -640,13 +640,8 @@ impl Worker {
             r.drain(scratch, |ty, misc, body| match ty {
                 ring::RECORD_SAMPLE => match decoder.sample(body) {
                     Ok(ev) => {
-                        if let EventKind::Switch {
-                            prev_pid, next_pid, ..
-                        } = ev.kind
-                        {
-                            if let Some(inferred) = idle.saw_switch(q, ev, prev_pid, next_pid) {
-                                sink.route(merger, q, inferred);
-                            }
+                        if let Some(inferred) = idle.saw_switch(q, &ev) {
+                            sink.route(merger, q, inferred);
                         }
                         sink.route(merger, q, ev);
                     }
@@ -711,16 +706,16 @@ impl IdleGap {
         }
     }
 
-    /// A sched_switch on ring `q`; the untimed switch-in of `prev_pid` that it proves
-    /// was missed, if the CPU was last seen going idle.
+    /// An event on ring `q`; for a sched_switch, the untimed switch-in of its prev that
+    /// it proves was missed, if the CPU was last seen going idle.
     #[inline]
-    fn saw_switch(
-        &mut self,
-        q: usize,
-        ev: SchedEvent,
-        prev_pid: i32,
-        next_pid: i32,
-    ) -> Option<SchedEvent> {
+    fn saw_switch(&mut self, q: usize, ev: &SchedEvent) -> Option<SchedEvent> {
+        let EventKind::Switch {
+            prev_pid, next_pid, ..
+        } = ev.kind
+        else {
+            return None;
+        };
         let last = self.last_next.get_mut(q)?;
         let missed = *last == 0 && prev_pid != 0;
         *last = next_pid;
@@ -901,6 +896,20 @@ mod tests {
         assert_eq!(swapper_comm(123_456_789)[15], 0);
     }
 
+    fn switch_ev(t_ns: u64, cpu: u32, prev_pid: i32, next_pid: i32) -> SchedEvent {
+        SchedEvent {
+            t_ns,
+            cpu,
+            kind: EventKind::Switch {
+                prev_pid,
+                prev_state: 1,
+                next_pid,
+                prev_comm: [0; 16],
+                next_comm: [0; 16],
+            },
+        }
+    }
+
     #[test]
     fn idle_gap_fills_only_switches_the_tracepoints_missed() {
         let mut g = IdleGap::new(&[0, 1]);
@@ -910,17 +919,13 @@ mod tests {
             tid,
             prev_tid,
         };
-        let sw = |t_ns| SchedEvent {
-            t_ns,
-            cpu: 1,
-            kind: EventKind::SwitchedIn { pid: 0 },
-        };
+        let sw = |t_ns, prev, next| switch_ev(t_ns, 1, prev, next);
         // The tracepoint showed the switch from idle to 7: the record is the same switch.
-        assert_eq!(g.saw_switch(1, sw(50), 0, 7), None);
+        assert_eq!(g.saw_switch(1, &sw(50, 0, 7)), None);
         assert_eq!(g.fill(1, rec(7, 0)), None);
         assert_eq!(g.matched, 1);
         // 7 went idle, then a record shows 8 switched in after idle with no tracepoint.
-        assert_eq!(g.saw_switch(1, sw(90), 7, 0), None);
+        assert_eq!(g.saw_switch(1, &sw(90, 7, 0)), None);
         let ev = g.fill(1, rec(8, 0)).expect("filled");
         assert_eq!(
             ev.kind,
@@ -940,7 +945,7 @@ mod tests {
 
         let mut healthy = IdleGap::new(&[0]);
         for i in 0..IDLE_PROOF as i32 {
-            assert_eq!(healthy.saw_switch(0, sw(1), 0, 100 + i), None);
+            assert_eq!(healthy.saw_switch(0, &sw(1, 0, 100 + i)), None);
             assert_eq!(healthy.fill(0, rec(100 + i, 0)), None);
         }
         assert!(healthy.proven());
@@ -950,39 +955,31 @@ mod tests {
     #[test]
     fn a_switch_in_missed_after_idle_is_inferred_at_the_next_switch_out() {
         let mut g = IdleGap::new(&[0]);
-        let at = |t_ns| SchedEvent {
-            t_ns,
-            cpu: 0,
-            kind: EventKind::SwitchedIn { pid: 0 },
-        };
+        let at = |t_ns, prev, next| switch_ev(t_ns, 0, prev, next);
         // Before any switch the CPU's state is unknown: a switch-out proves nothing.
-        assert_eq!(g.saw_switch(0, at(10), 5, 6), None);
+        assert_eq!(g.saw_switch(0, &at(10, 5, 6)), None);
         // 6 goes idle; the switch from idle to 7 is not shown (no record either).
-        assert_eq!(g.saw_switch(0, at(20), 6, 0), None);
-        let inferred = g.saw_switch(0, at(30), 7, 6).expect("inferred");
+        assert_eq!(g.saw_switch(0, &at(20, 6, 0)), None);
+        let inferred = g.saw_switch(0, &at(30, 7, 6)).expect("inferred");
         assert_eq!(inferred.kind, EventKind::SwitchedIn { pid: 7 });
         assert_eq!(inferred.t_ns, 30);
         assert_eq!((g.inferred, g.blind), (1, true));
         // A switch between tasks after that is seen whole.
-        assert_eq!(g.saw_switch(0, at(40), 6, 7), None);
+        assert_eq!(g.saw_switch(0, &at(40, 6, 7)), None);
     }
 
     #[test]
     fn context_switch_records_are_wanted_only_where_a_cpu_went_idle_lately() {
         let mut g = IdleGap::new(&[0, 1]);
-        let at = |t_ns| SchedEvent {
-            t_ns,
-            cpu: 0,
-            kind: EventKind::SwitchedIn { pid: 0 },
-        };
+        let at = |t_ns, prev, next| switch_ev(t_ns, 0, prev, next);
         // Nothing seen yet: off (a busy CPU must not pay for them).
         assert!(!g.wants_records(0, 1_000));
         // CPU 0 goes idle at 1 s: on while idle ...
-        g.saw_switch(0, at(1_000_000_000), 5, 0);
+        g.saw_switch(0, &at(1_000_000_000, 5, 0));
         assert!(g.wants_records(0, 1_050_000_000));
         assert!(g.wants_records(0, 9_000_000_000), "still idle");
         // ... and for IDLE_QUIET_NS after it was last seen idle, then off.
-        g.saw_switch(0, at(1_200_000_000), 6, 5);
+        g.saw_switch(0, &at(1_200_000_000, 6, 5));
         assert!(g.wants_records(0, 1_200_000_000 + IDLE_QUIET_NS - 1));
         assert!(!g.wants_records(0, 1_200_000_000 + IDLE_QUIET_NS));
         assert!(

@@ -205,7 +205,7 @@ impl Controller {
             Request::Apply(s) => self.apply(&s),
             Request::SetInterval(d) => {
                 self.interval = d;
-                if let Some(exp) = self.running.as_mut() {
+                if let Some(exp) = &self.running {
                     exp.set_interval(d);
                 }
             }

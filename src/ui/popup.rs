@@ -284,9 +284,9 @@ fn render_log(frame: &mut Frame, area: Rect, app: &App, scroll: usize) {
     };
     let errors = app.ui.log.iter().filter(|e| e.error).count();
     let title = format!(
-        "messages: {} ({errors} error{}), t on the run's clock{where_}",
+        "messages: {} ({}), t on the run's clock{where_}",
         app.ui.log.len(),
-        if errors == 1 { "" } else { "s" }
+        crate::report::counted(errors as u64, "error")
     );
     frame.render_widget(Clear, r);
     frame.render_widget(

@@ -283,8 +283,8 @@ fn title(app: &App, shown: usize, offset: usize, visible: usize, hidden: usize) 
     }
     if hidden > 0 {
         parts.push(format!(
-            "+{hidden} col{} hidden",
-            if hidden == 1 { "" } else { "s" }
+            "+{} hidden",
+            crate::report::counted(hidden as u64, "col")
         ));
     }
     format!(" {} ", parts.join(" | "))
