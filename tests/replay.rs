@@ -105,7 +105,10 @@ fn pct(v: f64) -> String {
 /// each row's ids, policy, nice, last CPU, CPU% and WAIT% (the table's own one-decimal
 /// rounding of the same numbers).
 fn shows(screen: &str, rows: &[&Row]) -> bool {
-    screen.contains(&format!("t={:.1}s", rows[0].t_s))
+    // The CSV's t_s is rounded to the ms: 4.05 may be the screen's 4.0 or 4.1.
+    [-0.0005, 0.0005]
+        .iter()
+        .any(|d| screen.contains(&format!("t={:.1}s", rows[0].t_s + d)))
         && rows.iter().all(|r| {
             screen.lines().any(|l| {
                 // A thread's name comes after its tree glyph (`└─ fair`).
