@@ -260,16 +260,19 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
             ))
         })
         .collect();
+    let in_window = |(out, delay_ms, run_ms, _): &(f64, f64, f64, String)| {
+        let switched_in = out - run_ms / 1000.0;
+        let woken = switched_in - delay_ms / 1000.0;
+        (woken >= from && switched_in <= to).then_some(delay_ms * 1000.0)
+    };
     let mut delays: Vec<f64> = rows
         .windows(2)
         .filter(|w| w[0].3 != "R")
-        .filter_map(|w| {
-            let (out, delay_ms, run_ms, _) = &w[1];
-            let switched_in = out - run_ms / 1000.0;
-            let woken = switched_in - delay_ms / 1000.0;
-            (woken >= from && switched_in <= to).then_some(delay_ms * 1000.0)
-        })
+        .filter_map(|w| in_window(&w[1]))
         .collect();
+    // Every delay, whatever the run before it ended in: perf files a wake-up that raced
+    // its task's switch-out after an R row.
+    let any_delay: Vec<f64> = rows.iter().filter_map(in_window).collect();
     assert!(
         delays.len() > 1000,
         "perf saw the reader run: {}",
@@ -290,12 +293,17 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
         &delays[delays.len().saturating_sub(4)..]
     );
     if exact == Exact::Yes {
-        // The same wake-ups from the same sched_waking (perf prints whole us): the
-        // worst within 10 % + 5 us, p99 within 25 % + 2 us.
+        // The same wake-ups from the same sched_waking (perf prints whole us): within
+        // 10 % + 5 us at the worst, p99 within 25 % + 2 us.
+        // schedlab's worst wake-up is one of perf's delays, and perf saw no worse
+        // wake-up.
         assert!(
-            (wakeup_max - perf_max).abs() <= 0.1 * perf_max + 5.0,
+            any_delay
+                .iter()
+                .any(|d| (wakeup_max - d).abs() <= 0.1 * d + 5.0),
             "{seen}"
         );
+        assert!(perf_max <= wakeup_max * 1.1 + 5.0, "{seen}");
         assert!((p99 - perf_p99).abs() <= 0.25 * perf_p99 + 2.0, "{seen}");
     } else {
         // Later starts: never longer than perf's (perf's whole us round up by <1 us),
