@@ -29,7 +29,7 @@ flock 9
 cc -O2 -Wall -o "$work/sampler-ref" benches/reference/sampler.c
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/schedlab
-bench=$(cargo bench --bench sampler --no-run --message-format=json 2>/dev/null |
+bench=$(cargo bench --features bench --bench sampler --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

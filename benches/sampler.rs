@@ -3,8 +3,8 @@
 //! task every round (and /proc/stat at most every 100 ms, as the reader does), with the
 //! same parsers. Their difference is only what the reader skips. Run:
 //!
-//!     cargo bench --bench sampler              # criterion's figures, then side by side
-//!     SAMPLER_SIDE_BY_SIDE=1 cargo bench --bench sampler   # side by side only
+//!     cargo bench --features bench --bench sampler              # criterion's figures, then side by side
+//!     SAMPLER_SIDE_BY_SIDE=1 cargo bench --features bench --bench sampler   # side by side only
 //!
 //! The tasks sampled wake every 2 ms. Criterion times back-to-back rounds, in which a
 //! task may not have run since the last one, so the reader can skip its sched file.

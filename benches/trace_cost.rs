@@ -2,7 +2,7 @@
 //! CPU 0, for 2 s untraced and 2 s traced (both threads targets, all CPUs traced), three
 //! rounds alternating, and prints per round the round trips/s, the traced/untraced
 //! throughput ratio, events/s handled, the tracer thread's CPU ns per event and
-//! CPU share, and records lost. Needs root. Run: cargo bench --bench trace_cost
+//! CPU share, and records lost. Needs root. Run: cargo bench --features bench --bench trace_cost
 
 use std::time::Duration;
 

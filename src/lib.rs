@@ -31,6 +31,8 @@ pub mod report;
 pub mod sampler;
 pub mod state;
 pub mod system;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod timeline;
 pub mod trace;
 pub mod tui;

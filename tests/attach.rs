@@ -6,7 +6,6 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use common::{exe, json_output, schedlab, serial, wait_until};
 
@@ -60,7 +59,7 @@ fn a_knob_turned_on_an_attached_process_reaches_it_and_is_put_back_at_exit() {
         .spawn()
         .expect("schedlab run --pid");
     // Applied before the gate opens; schedlab starts in well under the 3 s it runs.
-    let applied = wait_until(Duration::from_secs(3), || {
+    let applied = wait_until(common::PATIENCE, || {
         nice_and_policy(p.pid()) == (5, SCHED_BATCH)
     });
     let out = run.wait_with_output().expect("run ends");
@@ -123,7 +122,7 @@ fn keep_leaves_the_change_and_restore_puts_one_back_after_sigkill() {
         .stderr(Stdio::null())
         .spawn()
         .expect("schedlab run");
-    let applied = wait_until(Duration::from_secs(5), || nice_and_policy(p.pid()).0 == 3);
+    let applied = wait_until(common::PATIENCE, || nice_and_policy(p.pid()).0 == 3);
     let _ = run.kill();
     let _ = run.wait();
     assert!(applied, "nice 3 never reached {pid}");

@@ -126,7 +126,7 @@ fn assert_every_finding(report: &Value) {
 
 fn assert_nothing_left(rt_before: &str) {
     assert!(
-        common::wait_until(Duration::from_secs(3), || schedlab_processes().is_empty()),
+        common::wait_until(common::PATIENCE, || schedlab_processes().is_empty()),
         "schedlab processes left running: {:?}",
         schedlab_processes()
     );
@@ -612,6 +612,20 @@ impl Measured {
     }
 }
 
+/// What a preset run costs beyond its duration on this machine now (spawning the
+/// workers, the first samples, the restore): a 0.5 s run's wall time less 0.5 s.
+fn preset_start_up() -> Duration {
+    let start = Instant::now();
+    let out = common::schedlab(&["run", "pipe-wakeup", "--duration", "500ms", "--json", "-"]);
+    let wall = start.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wall.saturating_sub(Duration::from_millis(500))
+}
+
 #[test]
 fn quick_check_reports_every_finding_within_its_budget() {
     let _guard = common::serial();
@@ -622,6 +636,7 @@ fn quick_check_reports_every_finding_within_its_budget() {
     // The check's one-CPU ping-pong runs on the first online CPU.
     let cpu = schedlab::system::online_cpus().iter().next().unwrap_or(0);
     let before = Measured::now(&refs, cpu);
+    let start_up = preset_start_up();
     let plots = tempfile::tempdir().expect("temp dir");
     let plot_dir = plots.path().to_str().expect("utf-8 path");
     let (child, readers) = spawn_check(&["--quick", "--json", "-", "--plot-dir", plot_dir]);
@@ -634,8 +649,15 @@ fn quick_check_reports_every_finding_within_its_budget() {
         "schedlab check --quick took {duration:.1} s (process wall {:.1} s)",
         wall.as_secs_f64()
     );
-    // 15 s is the budget; CI noise gets some slack.
-    assert!(duration <= 20.0, "check --quick took {duration:.1} s");
+    // The budget is what the experiments run for (10.9 s at most, see check::Budget);
+    // each of the quick check's ~8 steps also starts workers or threads, which takes
+    // what a preset run's start-up took on this machine a moment ago.
+    // 15 s: the quick budget the README promises (written here, not taken from the code).
+    let allowed = 15.0 + 8.0 * start_up.as_secs_f64();
+    assert!(
+        duration <= allowed,
+        "check --quick took {duration:.1} s; allowed {allowed:.1} s (budget 15 s, start-up {start_up:?})"
+    );
     assert_eq!(report["quick"], true);
     assert!(report["cpus"].as_u64().is_some_and(|n| n >= 1));
     assert!(report["kernel"].as_str().is_some_and(|k| !k.is_empty()));

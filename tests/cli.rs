@@ -398,14 +398,14 @@ fn sigterm_ends_the_run_cleanly_with_a_report_and_no_workers_left() {
     let _guard = common::serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let json = dir.path().join("r.json");
-    let mut child = spawn_run(&[
+    let mut run = common::Spawned::new(spawn_run(&[
         "nice-ladder",
         "--duration",
         "60s",
         "--json",
         json.to_str().expect("utf8"),
-    ]);
-    let pid = child.id() as i32;
+    ]));
+    let pid = run.id() as i32;
     assert!(common::wait_until(
         Duration::from_secs(5),
         || common::children(pid).len() == 21
@@ -417,14 +417,16 @@ fn sigterm_ends_the_run_cleanly_with_a_report_and_no_workers_left() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("kill");
-    let status = child.wait().expect("wait");
+    let status = run
+        .wait_for_exit(Duration::from_secs(30))
+        .expect("schedlab ends within 30 s of SIGTERM");
     assert_eq!(status.code(), Some(143), "128 + SIGTERM, after a clean end");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     assert_eq!(report["interrupted"], true);
     for w in workers {
         assert!(
-            common::wait_until(Duration::from_secs(2), || !common::alive(w)),
+            common::wait_until(common::PATIENCE, || !common::alive(w)),
             "worker {w} survived"
         );
     }
@@ -433,18 +435,18 @@ fn sigterm_ends_the_run_cleanly_with_a_report_and_no_workers_left() {
 #[test]
 fn sigkill_of_schedlab_takes_its_workers_down_too() {
     let _guard = common::serial();
-    let mut child = spawn_run(&["rt-throttle", "--duration", "60s"]);
-    let pid = child.id() as i32;
-    assert!(common::wait_until(Duration::from_secs(5), || {
+    let mut run = common::Spawned::new(spawn_run(&["rt-throttle", "--duration", "60s"]));
+    let pid = run.id() as i32;
+    assert!(common::wait_until(common::PATIENCE, || {
         !common::children(pid).is_empty()
     }));
     std::thread::sleep(Duration::from_millis(200));
     let workers = common::children(pid);
-    child.kill().expect("SIGKILL");
-    child.wait().expect("wait");
+    run.child().kill().expect("SIGKILL");
+    run.child().wait().expect("wait");
     for w in workers {
         assert!(
-            common::wait_until(Duration::from_secs(2), || !common::alive(w)),
+            common::wait_until(common::PATIENCE, || !common::alive(w)),
             "worker {w} outlived a SIGKILLed schedlab"
         );
     }

@@ -41,8 +41,7 @@ fn debugfs_mounted() -> bool {
 }
 
 fn guard() -> Option<Restore> {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root");
+    if !common::require("root", common::is_root()) {
         return None;
     }
     let serial = common::serial();
@@ -752,10 +751,11 @@ fn rt_throttle_sweep_reproduces_the_table_and_restores_both_values() {
 #[test]
 fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     let Some(_g) = guard() else { return };
-    let Some(root) = schedlab::knob::cgroup::detect() else {
-        eprintln!("skipped: no cgroup cpu controller");
+    let root = schedlab::knob::cgroup::detect();
+    if !common::require("a cgroup cpu controller", root.is_some()) {
         return;
-    };
+    }
+    let Some(root) = root else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
     let mut child = Running(
@@ -1484,8 +1484,10 @@ fn knobs_command_shows_what_proc_holds_right_now() {
 #[test]
 fn cgroup_rt_runtime_and_the_rt_sysctl_apply_in_order_and_both_come_back() {
     let Some(_g) = guard() else { return };
-    if !Path::new(ROOT_RT_RUNTIME).exists() {
-        eprintln!("skipped: no RT group scheduling (v1 cpu.rt_runtime_us)");
+    if !common::require(
+        "RT group scheduling (v1 cpu.rt_runtime_us)",
+        Path::new(ROOT_RT_RUNTIME).exists(),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

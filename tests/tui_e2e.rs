@@ -5,8 +5,11 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::PATIENCE;
+
 struct Tmux {
     socket: String,
+    journal: std::path::PathBuf,
 }
 
 impl Tmux {
@@ -48,7 +51,10 @@ impl Tmux {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "tmux new-session");
-        Some(Tmux { socket })
+        Some(Tmux {
+            socket,
+            journal: journal.to_path_buf(),
+        })
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -63,7 +69,7 @@ impl Tmux {
     /// Press q and wait until schedlab has exited with status 0.
     fn quit(&self) {
         self.keys(&["q"]);
-        let exited = self.wait_for("SCHEDLAB-EXITED-0", Duration::from_secs(10));
+        let exited = self.wait_for("SCHEDLAB-EXITED-0", PATIENCE);
         assert!(exited.is_some(), "{}", self.screen());
     }
 
@@ -107,11 +113,80 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Every process under the pane's shell: schedlab, its workers, the `sleep 30`.
+    fn pane_processes(&self) -> Vec<i32> {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "display",
+                "-p",
+                "-t",
+                "0",
+                "#{pane_pid}",
+            ])
+            .output();
+        let Some(shell) = out.ok().and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<i32>()
+                .ok()
+        }) else {
+            return Vec::new();
+        };
+        let mut all = vec![shell];
+        let mut i = 0;
+        while i < all.len() {
+            all.extend(common::children(all[i]));
+            i += 1;
+        }
+        all
+    }
+}
+
 impl Drop for Tmux {
+    /// Kill the server (the pane's schedlab gets SIGHUP, restores its knobs and
+    /// unmounts what it mounted) and wait until every process of the pane is gone, so
+    /// the next test starts on the machine as it was; SIGKILL and `schedlab restore`
+    /// with this test's journal after 20 s.
     fn drop(&mut self) {
+        let processes = self.pane_processes();
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .status();
+        let gone = || processes.iter().all(|&p| !common::alive(p));
+        if !common::wait_until(Duration::from_secs(20), gone) {
+            for &p in &processes {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            common::restore_journal(Some(&self.journal));
+        }
+    }
+}
+
+/// The experiment's clock as the header shows it (`t=14.8s`), in seconds.
+fn shown_clock(screen: &str) -> Option<f64> {
+    let rest = &screen[screen.find(" t=")? + 3..];
+    let end = rest.find('s')?;
+    rest[..end].parse().ok()
+}
+
+impl Tmux {
+    /// Wait until the header's clock reads at least `t` seconds: samples up to then
+    /// have been drawn.
+    fn wait_for_clock(&self, t: f64) {
+        let shown = common::wait_until(PATIENCE, || {
+            shown_clock(&self.screen()).is_some_and(|c| c >= t)
+        });
+        assert!(shown, "the clock never reached {t} s:\n{}", self.screen());
+    }
+
+    fn clock(&self) -> f64 {
+        shown_clock(&self.screen()).unwrap_or(0.0)
     }
 }
 
@@ -201,23 +276,17 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
         return;
     };
     assert!(
-        t.wait_for("rt-throttle running", Duration::from_secs(10))
-            .is_some(),
+        t.wait_for("rt-throttle running", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
-    assert!(
-        t.wait_for("fifo/1", Duration::from_secs(5)).is_some(),
-        "{}",
-        t.screen()
-    );
+    assert!(t.wait_for("fifo/1", PATIENCE).is_some(), "{}", t.screen());
     let (pid, tid) = ids(&t.screen(), "fair").expect("fair row");
     assert_eq!(policy_of(pid, tid).as_deref(), Some("0"));
     // Select the fair thread, open the policy picker, choose batch.
     t.keys(&["Down", "p", "Down", "Enter"]);
     assert!(
-        t.wait_for("fair.policy=batch: applied", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("fair.policy=batch: applied", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -227,7 +296,7 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
         "the kernel has it"
     );
     // The table shows what the kernel reports, from the next sample on.
-    let row_shows_batch = common::wait_until(Duration::from_secs(3), || {
+    let row_shows_batch = common::wait_until(PATIENCE, || {
         t.screen()
             .lines()
             .any(|l| row_words(l).first() == Some(&"fair") && l.contains("batch"))
@@ -241,14 +310,13 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
     t.keys(&[":"]);
     t.keys(&["fair.nice=99", "Enter"]);
     assert!(
-        t.wait_for("allowed -20..19", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("allowed -20..19", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
     t.quit();
     assert!(
-        common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+        common::wait_until(PATIENCE, || !common::alive(pid)),
         "workers gone"
     );
     assert_eq!(
@@ -301,13 +369,12 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         return;
     };
     assert!(
-        t.wait_for("nice-ladder running", Duration::from_secs(10))
-            .is_some(),
+        t.wait_for("nice-ladder running", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
     assert!(
-        t.wait_for("fifo/1", Duration::from_secs(5)).is_some(),
+        t.wait_for("fifo/1", PATIENCE).is_some(),
         "samples arrive: {}",
         t.screen()
     );
@@ -321,8 +388,8 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         ("n", "CPU share %"),
     ] {
         let took = t
-            .press_until(key, text, Duration::from_secs(10))
-            .unwrap_or_else(|| panic!("no effect of {key} within 10 s: {}", t.screen()));
+            .press_until(key, text, PATIENCE)
+            .unwrap_or_else(|| panic!("no effect of {key} within {PATIENCE:?}: {}", t.screen()));
         visible.push(took);
     }
     let (runnable_mean, runnable_max) = fair.finish();
@@ -379,8 +446,7 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     // The screen says why the terminal itself may lag, once two /proc/stat rounds
     // (100 ms apart) show the CPUs held: the keys above may all be done before that.
     assert!(
-        t.wait_for("RT HOLDS ALL CPUS", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("RT HOLDS ALL CPUS", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -394,29 +460,24 @@ fn recording_from_the_workbench_and_replaying_it() {
     let Some(t) = Tmux::start(&["tui", "rt-throttle"], &dir.path().join("j")) else {
         return;
     };
-    assert!(
-        t.wait_for("fifo/1", Duration::from_secs(10)).is_some(),
-        "{}",
-        t.screen()
-    );
+    assert!(t.wait_for("fifo/1", PATIENCE).is_some(), "{}", t.screen());
     t.keys(&["r"]);
     assert!(
-        t.wait_for("recording to", Duration::from_secs(5)).is_some(),
+        t.wait_for("recording to", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
     t.keys(&["Down", "+"]);
     assert!(
-        t.wait_for("fair.nice=-19: applied", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("fair.nice=-19: applied", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
-    std::thread::sleep(Duration::from_millis(600));
+    // Samples after the change go into the recording too.
+    t.wait_for_clock(t.clock() + 0.6);
     t.keys(&["r"]);
     assert!(
-        t.wait_for("recording saved", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("recording saved", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -444,20 +505,15 @@ fn recording_from_the_workbench_and_replaying_it() {
     ) else {
         return;
     };
+    assert!(t.wait_for("REPLAY", PATIENCE).is_some(), "{}", t.screen());
     assert!(
-        t.wait_for("REPLAY", Duration::from_secs(5)).is_some(),
-        "{}",
-        t.screen()
-    );
-    assert!(
-        t.wait_for("fair.nice -> -19", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("fair.nice -> -19", PATIENCE).is_some(),
         "the knob change is replayed: {}",
         t.screen()
     );
     t.keys(&["p"]);
     assert!(
-        t.wait_for("read-only", Duration::from_secs(5)).is_some(),
+        t.wait_for("read-only", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -571,8 +627,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
         return;
     };
     assert!(
-        t.wait_for("pipe-wakeup running", Duration::from_secs(10))
-            .is_some(),
+        t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -591,8 +646,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
     // note, `p` was handled too, and it must not have opened the picker.
     t.keys(&["p", "n"]);
     assert!(
-        t.wait_for("What the kernel does", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("What the kernel does", PATIENCE).is_some(),
         "the key after p was handled normally: {}",
         t.screen()
     );
@@ -603,7 +657,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
     );
     t.keys(&["n"]);
     assert!(
-        t.wait_for("CPU share %", Duration::from_secs(5)).is_some(),
+        t.wait_for("CPU share %", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -615,17 +669,13 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
     // The new key: the picker opens on the current policy; one down is batch.
     t.keys(&["F2"]);
     assert!(
-        t.wait_for(&picker, Duration::from_secs(5)).is_some(),
+        t.wait_for(&picker, PATIENCE).is_some(),
         "F2 opens the policy picker: {}",
         t.screen()
     );
     t.keys(&["Down", "Enter"]);
     let applied = format!("{first}.policy=batch: applied");
-    assert!(
-        t.wait_for(&applied, Duration::from_secs(5)).is_some(),
-        "{}",
-        t.screen()
-    );
+    assert!(t.wait_for(&applied, PATIENCE).is_some(), "{}", t.screen());
     assert_eq!(
         policy_of(pid, tid).as_deref(),
         Some("3"),
@@ -709,12 +759,12 @@ fn no_color_in_the_environment_turns_every_colour_off() {
         };
         // The graphs draw once samples arrive: wait for a second one to be shown.
         assert!(
-            t.wait_for("pipe-wakeup running", Duration::from_secs(10))
-                .is_some(),
+            t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
             "{}",
             t.screen()
         );
-        std::thread::sleep(Duration::from_millis(500));
+        // A second of samples drawn: the graphs have lines by then.
+        t.wait_for_clock(t.clock() + 1.0);
         let screen = t.screen_with_escapes();
         assert!(
             screen.contains("\u{1b}["),
@@ -757,14 +807,13 @@ fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
         let _ = sleeper.wait();
         return;
     };
-    let ran = t.wait_for("pipe-wakeup running", Duration::from_secs(10));
+    let ran = t.wait_for("pipe-wakeup running", PATIENCE);
     assert!(ran.is_some(), "{}", t.screen());
     // a opens the tree; / then the pid filters it down to the sleeper; Enter ends the
     // filter, Enter attaches.
     t.keys(&["a"]);
     assert!(
-        t.wait_for("attach to a process", Duration::from_secs(5))
-            .is_some(),
+        t.wait_for("attach to a process", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
@@ -773,7 +822,7 @@ fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
         t.keys(&[&d.to_string()]);
     }
     t.keys(&["Enter", "Enter"]);
-    let joined = t.wait_for("joined: sleep", Duration::from_secs(5));
+    let joined = t.wait_for("joined: sleep", PATIENCE);
     let screen = t.screen();
     assert!(joined.is_some(), "{screen}");
     assert_eq!(ids(&screen, "sleep"), Some((pid, pid)), "{screen}");
@@ -781,14 +830,11 @@ fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
     // own nice (`nice -n 10 cargo test` makes it 10).
     let found = nice_of(pid).expect("the sleeper's nice");
     t.keys(&["j", "j", "+"]);
-    let applied = common::wait_until(Duration::from_secs(5), || nice_of(pid) == Some(found + 1));
+    let applied = common::wait_until(PATIENCE, || nice_of(pid) == Some(found + 1));
     let screen = t.screen();
     // A restart keeps it: the same process (pid and start time) is attached again.
     t.keys(&["R"]);
-    let again = t.wait_for(
-        &format!("attached again: sleep (pid {pid})"),
-        Duration::from_secs(10),
-    );
+    let again = t.wait_for(&format!("attached again: sleep (pid {pid})"), PATIENCE);
     let restarted = t.screen();
     t.quit();
     let after = nice_of(pid);

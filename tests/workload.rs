@@ -65,7 +65,7 @@ fn run_and_check(preset: &Preset) {
             // A fair task beside a FIFO spinner runs only when RT throttling (or the fair
             // server) lets it: within one RT period, 1 s.
             let shm = workload.shm();
-            let moved = common::wait_until(Duration::from_secs(3), || {
+            let moved = common::wait_until(common::PATIENCE, || {
                 shm.slot(task.slot).progress.load(Ordering::Relaxed) > 0
             });
             assert!(moved, "{ctx}: no progress within 3 s");
@@ -74,7 +74,7 @@ fn run_and_check(preset: &Preset) {
     workload.stop();
     for pid in pids {
         assert!(
-            common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+            common::wait_until(common::PATIENCE, || !common::alive(pid)),
             "{}: pid {pid} still running after stop",
             preset.name
         );
@@ -124,14 +124,14 @@ fn dropping_a_workload_kills_every_task_including_makes_jobs() {
     workload.open_gate();
     let make = workload.tasks[0].pid;
     // Wait until make has children (jobs) running, then drop the workload.
-    assert!(common::wait_until(Duration::from_secs(5), || {
+    assert!(common::wait_until(common::PATIENCE, || {
         !common::children(make).is_empty()
     }));
     let jobs = common::children(make);
     drop(workload);
     for pid in std::iter::once(make).chain(jobs) {
         assert!(
-            common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
+            common::wait_until(common::PATIENCE, || !common::alive(pid)),
             "pid {pid} survived"
         );
     }

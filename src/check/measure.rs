@@ -777,8 +777,10 @@ mod tests {
 
     #[test]
     fn a_foreign_rt_thread_is_reported_once_it_ran_and_not_once_it_is_gone() {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("skipped: a SCHED_FIFO thread needs root (CAP_SYS_NICE)");
+        if !crate::testing::require(
+            "root (a SCHED_FIFO thread needs CAP_SYS_NICE)",
+            crate::system::is_root(),
+        ) {
             return;
         }
         // A FIFO thread of this process that only ever sleeps on a channel, woken by

@@ -58,6 +58,11 @@ pub fn json_output(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
+/// How long a test waits for a process or a screen to reach a state: a bound on a
+/// hang, not a speed target. A loaded machine takes seconds where an idle one takes
+/// milliseconds, and a wait returns as soon as its condition holds.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
 /// Wait until `f` holds, at most `limit`.
 pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -142,4 +147,97 @@ pub fn stat_field(pid: i32, field: usize) -> Option<i64> {
         .nth(field.checked_sub(3)?)?
         .parse()
         .ok()
+}
+
+/// A schedlab (or any) child that is put down when the test ends, pass or panic: asked
+/// with SIGTERM (schedlab then restores its knobs and unmounts what it mounted), given
+/// up to 20 s, then SIGKILLed and its journal replayed with `schedlab restore`. A
+/// std `Child` dropped by a failed assertion would run on, spinning, into the next test.
+pub struct Spawned {
+    child: Option<std::process::Child>,
+    /// The SCHEDLAB_JOURNAL it was given, for the restore after a SIGKILL.
+    journal: Option<PathBuf>,
+}
+
+impl Spawned {
+    pub fn new(child: std::process::Child) -> Spawned {
+        Spawned {
+            child: Some(child),
+            journal: None,
+        }
+    }
+
+    /// Spawn `cmd`; its journal (if it sets SCHEDLAB_JOURNAL) is named by `journal`.
+    pub fn spawn(cmd: &mut Command, journal: Option<&std::path::Path>) -> Spawned {
+        let child = cmd.spawn().expect("spawn the child");
+        Spawned {
+            child: Some(child),
+            journal: journal.map(PathBuf::from),
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    pub fn child(&mut self) -> &mut std::process::Child {
+        self.child.as_mut().expect("the child is still held")
+    }
+
+    /// Wait for the child's exit, at most `limit`: `None` when it still runs then.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child().try_wait() {
+                return Some(status);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Hand the child back for `wait_with_output` and the like; the caller owns it.
+    pub fn into_inner(mut self) -> std::process::Child {
+        self.child.take().expect("the child is still held")
+    }
+
+    /// SIGTERM, a bounded wait, then SIGKILL and `schedlab restore`.
+    fn put_down(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        restore_journal(self.journal.as_deref());
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.put_down();
+    }
+}
+
+/// `schedlab restore` with the given journal (the default one when `None`).
+pub fn restore_journal(journal: Option<&std::path::Path>) {
+    let mut cmd = Command::new(exe());
+    cmd.arg("restore");
+    if let Some(j) = journal {
+        cmd.env("SCHEDLAB_JOURNAL", j);
+    }
+    let _ = cmd.output();
 }

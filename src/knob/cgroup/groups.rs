@@ -597,17 +597,14 @@ mod tests {
     static REAL: Mutex<()> = Mutex::new(());
 
     fn real_v1() -> Option<CgroupRoot> {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("skipped: real cgroup tests need root");
+        if !crate::testing::require("root", crate::system::is_root()) {
             return None;
         }
-        match detect() {
-            Some(root) if root.version == Version::V1 => Some(root),
-            _ => {
-                eprintln!("skipped: no cgroup v1 cpu controller here");
-                None
-            }
+        let root = detect().filter(|r| r.version == Version::V1);
+        if !crate::testing::require("a cgroup v1 cpu controller", root.is_some()) {
+            return None;
         }
+        root
     }
 
     /// Kills the child and restores the journal even when an assertion fails, in that order
