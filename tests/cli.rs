@@ -142,10 +142,12 @@ fn batch_pipeline_is_not_wakeup_preempted() {
     };
     let other = run_json(&["pipe-wakeup", "--duration", "1.5s"]);
     // On 6.18 the pinned pipeline is bistable: one BATCH run in five to ten stays in
-    // the ping-pong regime it would have under OTHER (README, "bistable"). Five tries
-    // make a false failure a few in ten thousand.
+    // the ping-pong regime it would have under OTHER on a quiet machine, and with work
+    // coming and going on the other CPU (a build beside the tests) most runs can
+    // (README, "bistable"); a CPU hog beside it left 2 of 5 in it here. Ten tries make
+    // a false failure rare even then.
     let mut seen = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..10 {
         let batch = run_json(&["pipe-wakeup", "--duration", "1.5s", "--variant", "batch"]);
         assert_eq!(task(&batch, "writer")["policy"], "batch");
         assert_eq!(task(&batch, "reader")["policy"], "batch");

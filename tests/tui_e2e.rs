@@ -422,25 +422,27 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     // only in a fair window: RT throttling (or the 6.12+ fair server) gives fair tasks
     // `window` (50 ms) of every period, so a crossing waits at most one period for a
     // window. Every other runnable fair task (all of them are starved meanwhile, so they
-    // pile up: procs_running less the spinners, shared by the CPUs) may be picked first
-    // in that window and, with PREEMPT_NONE, keep the CPU until a tick notices its slice
-    // is over: a tick each (4 ms at HZ=250). When they fill the window the crossing waits
-    // another period per window they fill. The RT ends (tmux, schedlab) add at most a
-    // throttled window each; 250 ms covers this test's 20 ms polling and starting
-    // `tmux capture-pane`.
+    // pile up: procs_running less the spinners) may be picked first in that window and,
+    // with PREEMPT_NONE, keep the CPU until a tick notices its slice is over: a tick
+    // each (4 ms at HZ=250). They may all sit on the kworker's CPU (the kworker is
+    // bound to its CPU, and the balancer is throttled like every fair task), and when
+    // they fill the window the crossing waits another period per window they fill. The
+    // RT ends (tmux, schedlab) add at most a throttled window each; 250 ms covers this
+    // test's 20 ms polling and starting `tmux capture-pane`.
     const TICK: Duration = Duration::from_millis(4);
     let spinners = schedlab::system::online_cpus().count() as u32;
-    let ahead_per_cpu = runnable_max
-        .saturating_sub(spinners)
-        .div_ceil(spinners.max(1));
-    let windows_per_crossing = 1 + (TICK * ahead_per_cpu).as_micros() / window.as_micros().max(1);
+    let ahead = runnable_max.saturating_sub(spinners);
+    let windows_per_crossing = 1
+        + (TICK * ahead)
+            .as_micros()
+            .div_ceil(window.as_micros().max(1));
     let visible_bound =
         period * 2 * windows_per_crossing as u32 + window * 2 + Duration::from_millis(250);
-    eprintln!("key sent -> visible bound {visible_bound:?}: 2 crossings x {windows_per_crossing} window(s) of {period:?}, {ahead_per_cpu} fair tasks ahead per CPU");
+    eprintln!("key sent -> visible bound {visible_bound:?}: 2 crossings x {windows_per_crossing} window(s) of {period:?}, {ahead} fair tasks ahead");
     for took in &visible {
         assert!(
             *took <= visible_bound,
-            "a key took {took:?} to show (all: {visible:?}); two pty crossings of {windows_per_crossing} RT period(s) {period:?} each ({ahead_per_cpu} runnable fair tasks per CPU at most), plus two throttled windows, bound it at {visible_bound:?}"
+            "a key took {took:?} to show (all: {visible:?}); two pty crossings of {windows_per_crossing} RT period(s) {period:?} each ({ahead} runnable fair tasks at most), plus two throttled windows, bound it at {visible_bound:?}"
         );
     }
     // The screen says why the terminal itself may lag, once two /proc/stat rounds
