@@ -8,6 +8,7 @@ use serde::Serialize;
 pub mod build;
 pub mod csv;
 pub mod meta;
+pub mod perfetto;
 pub mod progress;
 pub mod trace;
 
