@@ -41,6 +41,7 @@
 
 mod decode;
 mod format;
+mod grow;
 mod order;
 mod ring;
 mod stats;
@@ -124,17 +125,30 @@ pub enum EventKind {
     },
 }
 
-/// Latency percentiles in microseconds. From hdrhistogram with 3 significant digits:
-/// each percentile is within 0.1 % of the true sample value (and never above `max_us`,
-/// which is exact); values past 10 s count as 10 s in the percentiles.
+/// Latency percentiles in microseconds (as the tables print them). From hdrhistogram
+/// with 3 significant digits: each percentile is within 0.1 % of the true sample value
+/// (and never above `max_us`, which is exact); values past 10 s count as 10 s in the
+/// percentiles. The JSON carries them as integer nanoseconds (`p50_ns`...), the one
+/// latency unit of every document (schema 3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LatencySummary {
     pub count: u64,
+    #[serde(rename = "p50_ns", serialize_with = "us_as_ns")]
     pub p50_us: f64,
+    #[serde(rename = "p90_ns", serialize_with = "us_as_ns")]
     pub p90_us: f64,
+    #[serde(rename = "p99_ns", serialize_with = "us_as_ns")]
     pub p99_us: f64,
+    #[serde(rename = "p999_ns", serialize_with = "us_as_ns")]
     pub p999_us: f64,
+    #[serde(rename = "max_ns", serialize_with = "us_as_ns")]
     pub max_us: f64,
+}
+
+/// Microseconds as whole nanoseconds: the values come from nanosecond histograms, so
+/// rounding gives them back exactly.
+fn us_as_ns<S: serde::Serializer>(us: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64((us * 1000.0).round().max(0.0) as u64)
 }
 
 /// A task that was switched in when a target was preempted.
@@ -382,6 +396,7 @@ impl Tracer {
         worker.joins = Some(join_rx);
         worker.disabled = Some(disabled_tx);
         worker.waking_cross_cpu_only = waking_cross_cpu_only;
+        worker.grow = grow::Grower::new(ids, wakings);
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("schedlab-trace".into())
@@ -496,6 +511,8 @@ struct Worker {
     joins: Option<mpsc::Receiver<Vec<TraceTarget>>>,
     disabled: Option<mpsc::Sender<()>>,
     waking_cross_cpu_only: bool,
+    /// How to open a larger ring for a CPU that lost records.
+    grow: grow::Grower,
 }
 
 /// Where released events go: the aggregation, the kept window, the interval batches.
@@ -537,6 +554,7 @@ impl Worker {
             joins: None,
             disabled: None,
             waking_cross_cpu_only: false,
+            grow: grow::Grower::default(),
             scratch: Box::new([0u8; ring::MAX_RECORD]),
             sink: Sink {
                 agg: Aggregator::new(targets),
@@ -587,7 +605,10 @@ impl Worker {
             }
             // The clock first: whatever the rings hold afterwards is at least as new.
             let now = monotonic_ns();
-            self.drain_all(now);
+            let lossy = self.drain_all(now);
+            if !stopping {
+                self.grow_rings(&lossy, &mut fds);
+            }
             let horizon = if stopping {
                 u64::MAX
             } else {
@@ -626,7 +647,9 @@ impl Worker {
         }
     }
 
-    fn drain_all(&mut self, now: u64) {
+    /// Drain every ring; the rings (by index) that reported lost records.
+    fn drain_all(&mut self, now: u64) -> Vec<usize> {
+        let mut lossy = Vec::new();
         let Worker {
             rings,
             decoder,
@@ -636,32 +659,68 @@ impl Worker {
             idle,
             ..
         } = self;
+        let mut reader = Reader {
+            decoder,
+            merger,
+            scratch,
+            sink,
+            idle,
+        };
         for (q, r) in rings.iter_mut().enumerate() {
-            r.drain(scratch, |ty, misc, body| match ty {
-                ring::RECORD_SAMPLE => match decoder.sample(body) {
-                    Ok(ev) => {
-                        if let Some(inferred) = idle.saw_switch(q, &ev) {
-                            sink.route(merger, q, inferred);
-                        }
-                        sink.route(merger, q, ev);
-                    }
-                    Err(_) => sink.undecodable += 1,
-                },
-                ring::RECORD_SWITCH_CPU_WIDE => {
-                    if let Some(ev) = decode::switch_in(misc, body).and_then(|s| idle.fill(q, s)) {
-                        sink.route(merger, q, ev);
-                    }
-                }
-                ring::RECORD_LOST => {
-                    let n = ring::lost_count(body);
-                    sink.lost += n;
-                    sink.interval_lost += n;
-                    sink.lost_since_release = true;
-                }
-                _ => {}
-            });
-            r.switch_records(idle.wants_records(q, now));
+            if reader.drain(q, r) {
+                lossy.push(q);
+            }
+            r.switch_records(reader.idle.wants_records(q, now));
         }
+        lossy
+    }
+}
+
+/// What reading a ring needs of the worker, borrowed apart from the rings.
+struct Reader<'a> {
+    decoder: &'a Decoder,
+    merger: &'a mut order::Merger,
+    scratch: &'a mut [u8; ring::MAX_RECORD],
+    sink: &'a mut Sink,
+    idle: &'a mut IdleGap,
+}
+
+impl Reader<'_> {
+    /// Decode and route what ring `q` holds; whether it reported lost records.
+    fn drain(&mut self, q: usize, r: &mut ring::CpuRing) -> bool {
+        let Reader {
+            decoder,
+            merger,
+            scratch,
+            sink,
+            idle,
+        } = self;
+        let mut lost_here = false;
+        r.drain(scratch, |ty, misc, body| match ty {
+            ring::RECORD_SAMPLE => match decoder.sample(body) {
+                Ok(ev) => {
+                    if let Some(inferred) = idle.saw_switch(q, &ev) {
+                        sink.route(merger, q, inferred);
+                    }
+                    sink.route(merger, q, ev);
+                }
+                Err(_) => sink.undecodable += 1,
+            },
+            ring::RECORD_SWITCH_CPU_WIDE => {
+                if let Some(ev) = decode::switch_in(misc, body).and_then(|s| idle.fill(q, s)) {
+                    sink.route(merger, q, ev);
+                }
+            }
+            ring::RECORD_LOST => {
+                let n = ring::lost_count(body);
+                sink.lost += n;
+                sink.interval_lost += n;
+                sink.lost_since_release = true;
+                lost_here = true;
+            }
+            _ => {}
+        });
+        lost_here
     }
 }
 

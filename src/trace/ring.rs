@@ -22,6 +22,12 @@ use super::TraceError;
 /// drain every 10 ms. The memory is locked kernel memory while tracing (8 MiB on 2 CPUs).
 pub const RING_PAGES: usize = 1024;
 
+/// A ring that loses records is replaced by one this many times larger (see
+/// grow.rs), up to [`RING_PAGES_MAX`].
+pub const RING_GROWTH: usize = 4;
+/// 16,384 pages: 64 MiB per CPU, over 2 s of a CPU producing 250,000 events/s.
+pub const RING_PAGES_MAX: usize = 16 * 1024;
+
 /// Records longer than this are skipped when they wrap around the ring's end (ours are
 /// at most ~110 bytes; nothing else is written into these rings but LOST records).
 pub const MAX_RECORD: usize = 512;
@@ -42,6 +48,8 @@ pub struct CpuRing {
     map: memmap2::MmapRaw,
     data_offset: usize,
     data_size: u64,
+    /// Data pages, as asked (a power of two).
+    pub pages: usize,
 }
 
 /// What one tracepoint is called and what perf calls it.
@@ -156,6 +164,7 @@ impl CpuRing {
             map,
             data_offset,
             data_size,
+            pages: pages.next_power_of_two(),
         })
     }
 
