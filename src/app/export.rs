@@ -75,12 +75,14 @@ impl App {
                     1 => ", 1 knob change".to_string(),
                     n => format!(", {n} knob changes"),
                 };
+                // The counts before the window: a long path may push the end off the
+                // two status lines (the log keeps it whole).
                 self.say(format!(
-                    "timeline written: {}: {}, {} switches, {} wake-ups{marks} (open it in ui.perfetto.dev)",
+                    "timeline written: {}: {} switches, {} wake-ups{marks}; {}; open it in ui.perfetto.dev",
                     e.path,
-                    e.window,
                     grouped(w.switches),
-                    grouped(w.wakeups)
+                    grouped(w.wakeups),
+                    e.window
                 ));
             }
             Err(e) => self.complain(e.to_string()),

@@ -610,7 +610,7 @@ fn x_writes_a_timeline_only_while_tracing() {
     })));
     assert_eq!(
         app.ui.status,
-        "timeline written: /tmp/schedlab-trace-1.pftrace: last 4.8 s (1,048,576 events; 30 s asked, capped at 1,048,576 events), 700,000 switches, 348,000 wake-ups, 1 knob change (open it in ui.perfetto.dev)"
+        "timeline written: /tmp/schedlab-trace-1.pftrace: 700,000 switches, 348,000 wake-ups, 1 knob change; last 4.8 s (1,048,576 events; 30 s asked, capped at 1,048,576 events); open it in ui.perfetto.dev"
     );
     assert_eq!(
         app.ui.log.len(),

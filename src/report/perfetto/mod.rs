@@ -3,6 +3,7 @@
 //! into CPU tracks and thread states itself, the task names, and knob changes as instants.
 
 mod proto;
+pub mod read;
 pub mod window;
 
 use std::collections::BTreeMap;

@@ -171,3 +171,20 @@ fn a_write_stops_when_progress_says_so() {
     let e = write(&t, &mut out, &mut |_| false).expect_err("cancelled");
     assert_eq!(e.kind(), io::ErrorKind::Interrupted);
 }
+
+#[test]
+fn the_reader_reads_back_what_was_written() {
+    let t = sample();
+    let mut out = Vec::new();
+    let w = write(&t, &mut out, &mut |_| true).expect("written");
+    let c = read::read(&out).expect("reads");
+    assert_eq!((c.switches, c.wakeups), (w.switches, w.wakeups));
+    assert_eq!(c.switches_in[&99], 200_000);
+    assert_eq!(c.threads[&10], "writer");
+    assert_eq!(
+        c.tracks,
+        ["schedlab pipe: last 0.0 s (200,004 events)", "knob changes"]
+    );
+    assert_eq!(c.instants.len(), 2);
+    assert!(read::read(&out[..out.len() - 1]).is_err(), "cut short");
+}
