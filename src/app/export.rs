@@ -49,11 +49,7 @@ impl App {
         if !self.exporting {
             return;
         }
-        let pct = if total == 0 {
-            100
-        } else {
-            written * 100 / total
-        };
+        let pct = (written * 100).checked_div(total).unwrap_or(100);
         self.ui.status = format!(
             "writing the timeline: {pct} % ({} of {} events)",
             grouped(written as u64),

@@ -507,8 +507,9 @@ impl App {
                 let export = self.key_label(Command::ExportTrace);
                 let trace = self.key_label(Command::Trace);
                 self.say(format!(
-                    "tracing on: {export} writes the last {} s as a Perfetto timeline; {trace} stops",
-                    TRACE_KEEP.as_secs()
+                    "tracing on: {export} writes the last {} s (at most {} events) as a Perfetto timeline; {trace} stops",
+                    TRACE_KEEP.as_secs(),
+                    crate::report::perfetto::grouped(crate::trace::KEEP_MAX_EVENTS as u64)
                 ));
             }
             Ok(false) => {
