@@ -583,6 +583,62 @@ fn switches_after_a_busy_spell_are_all_counted_with_records_paced() {
 }
 
 #[test]
+fn a_ring_that_loses_records_grows_until_none_are_lost() {
+    if !common::require("root", common::is_root()) {
+        return;
+    }
+    let _serial = common::serial();
+    as_the_product();
+    let mut guard = JournalGuard::new();
+    let pp = ping_pong(Duration::from_secs(2));
+    wait_sleeping(&pp.tids);
+    let targets = vec![TraceTarget {
+        tid: pp.tids[0],
+        name: "ping".into(),
+    }];
+    // One page (4 KiB, ~50 records) against ~100k events/s: records are lost at once.
+    let tracer = Tracer::start_sized(
+        &online_cpus(),
+        targets,
+        Duration::from_millis(100),
+        None,
+        Wakings::All,
+        1,
+        &mut guard.journal,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    pp.go();
+    let rounds = pp
+        .finish(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let mut batches = Vec::new();
+    while let Some(b) = tracer.try_recv() {
+        batches.push(b);
+    }
+    let fin = tracer.stop();
+    batches.extend(fin.pending.iter().cloned());
+    let lost: Vec<u64> = batches.iter().map(|b| b.lost).collect();
+    eprintln!(
+        "rounds {rounds}, lost {} ({} rings grown), per 100 ms: {lost:?}",
+        fin.lost, fin.rings_grown
+    );
+    assert!(rounds > 1000, "the ping-pong ran: {rounds} rounds");
+    assert!(fin.lost > 0, "a one-page ring loses records at this rate");
+    assert!(fin.rings_grown >= 1, "the lossy ring was replaced");
+    // Grown within a few drains: the second half of the run loses nothing.
+    let half = batches.len() / 2;
+    assert!(
+        lost[half..].iter().all(|&n| n == 0),
+        "still losing after growing: {lost:?}"
+    );
+    assert_eq!(
+        lost.iter().sum::<u64>(),
+        fin.lost,
+        "the batches say every loss"
+    );
+}
+
+#[test]
 fn tracing_no_cpus_is_refused_and_mounts_nothing() {
     let mut guard = JournalGuard::new();
     let e = Tracer::start(

@@ -255,6 +255,8 @@ pub struct TraceFinal {
     /// Switches from idle that neither the tracepoints nor the (paced) context-switch
     /// records showed, inferred when the task next switched out: counted, untimed.
     pub idle_switches_inferred: u64,
+    /// CPU rings replaced by larger ones after they lost records (see grow.rs).
+    pub rings_grown: u64,
     /// Whether sched_waking was written for cross-CPU wake-ups only (every ring took
     /// the kernel filter); false with [`Wakings::All`] or a kernel refusing filters.
     pub waking_cross_cpu_only: bool,
@@ -349,6 +351,20 @@ impl Tracer {
         wakings: Wakings,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
+        Tracer::start_sized(cpus, targets, interval, keep, wakings, RING_PAGES, journal)
+    }
+
+    /// [`Tracer::start_with`], each CPU's ring starting at `pages` data pages (a power of
+    /// two) rather than [`RING_PAGES`]: the tests start small to see a ring grow.
+    pub fn start_sized(
+        cpus: &crate::cpuset::CpuSet,
+        targets: Vec<TraceTarget>,
+        interval: Duration,
+        keep: Option<Duration>,
+        wakings: Wakings,
+        pages: usize,
+        journal: &mut crate::knob::journal::Journal,
+    ) -> Result<Tracer, TraceError> {
         if cpus.is_empty() {
             return Err(TraceError::NoCpus);
         }
@@ -379,7 +395,7 @@ impl Tracer {
             .collect();
         let mut rings = Vec::with_capacity(cpus.count());
         for cpu in cpus.iter() {
-            rings.push(ring::CpuRing::open(cpu as u32, &ids, RING_PAGES, wakings)?);
+            rings.push(ring::CpuRing::open(cpu as u32, &ids, pages, wakings)?);
         }
         let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
         let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
@@ -481,6 +497,7 @@ impl Tracer {
             late: 0,
             idle_switches_filled: 0,
             idle_switches_inferred: 0,
+            rings_grown: 0,
             waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: Some(format!("the tracer thread died: {why}")),
         });
@@ -644,6 +661,7 @@ impl Worker {
             late: self.merger.late(),
             idle_switches_filled: self.idle.filled,
             idle_switches_inferred: self.idle.inferred,
+            rings_grown: self.grow.grown,
             waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: None,
         }
