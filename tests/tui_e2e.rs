@@ -525,6 +525,7 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
     // Seconds of pipe-wakeup (~200k events/s, up to the 1M-event cap): an export that
     // takes a while even in a debug build.
     std::thread::sleep(Duration::from_secs(5));
+    let asked = std::time::Instant::now();
     t.keys(&["x"]);
     // Sent at once, answered while the worker writes.
     t.keys(&[":"]);
@@ -543,6 +544,11 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         false
     });
     let done = done.unwrap_or_else(|| panic!("no timeline written: {}", t.screen()));
+    eprintln!(
+        "timeline written {:.1} s after x, {} distinct screens while writing",
+        asked.elapsed().as_secs_f64(),
+        writing.len()
+    );
     assert!(
         writing.len() >= 2,
         "the screen went on while the timeline was written: {} screens",
