@@ -52,7 +52,7 @@ impl Reader<'_> {
             sink,
             idle,
         } = self;
-        let mut lost_here = false;
+        let mut lost_here = 0;
         r.drain(scratch, |ty, misc, body| match ty {
             ring::RECORD_SAMPLE => match decoder.sample(body) {
                 Ok(ev) => {
@@ -73,10 +73,11 @@ impl Reader<'_> {
                 sink.lost += n;
                 sink.interval_lost += n;
                 sink.lost_since_release = true;
-                lost_here = true;
+                lost_here += n;
             }
             _ => {}
         });
-        lost_here
+        r.lost += lost_here;
+        lost_here > 0
     }
 }

@@ -1,9 +1,10 @@
-//! A CPU ring that loses records is replaced, while the trace runs, by one four times
-//! larger: the rate a ring must absorb is seen only once the experiment runs (a debug
-//! build or a loaded machine falls behind a 4 MiB ring that a release build keeps up
-//! with), and the lost count stays in the report and the workbench's header.
+//! A CPU ring that loses records is replaced, while the trace runs, by one sized from
+//! the rate its CPU was seen to produce (at least four times larger): that rate is known
+//! only once the experiment runs, and a debug build or a loaded machine falls behind a
+//! ring that a release build keeps up with. The lost count stays in the report and the
+//! workbench's header.
 
-use super::ring::{CpuRing, TracepointId, RING_GROWTH, RING_PAGES_MAX};
+use super::ring::{self, CpuRing, TracepointId, RING_GROWTH, RING_HOLDS_NS, RING_PAGES_MAX};
 use super::{Reader, Wakings, Worker};
 
 /// How to open a larger ring, and whether it is worth trying again.
@@ -37,7 +38,7 @@ impl Worker {
                 continue;
             }
             let cpu = self.rings[q].cpu;
-            let larger = (pages * RING_GROWTH).min(RING_PAGES_MAX);
+            let larger = pages_for(&self.rings[q]);
             let mut bigger = match CpuRing::open(cpu, &self.grow.ids, larger, self.grow.wakings) {
                 Ok(r) => r,
                 Err(_) => {
@@ -69,4 +70,25 @@ impl Worker {
             self.grow.grown += 1;
         }
     }
+}
+
+/// Data pages for a ring replacing `r`: [`RING_HOLDS_NS`] of what `r` was handed (read
+/// and lost, at the size of the records read), at least [`RING_GROWTH`] times `r`, at
+/// most [`RING_PAGES_MAX`]; a power of two.
+fn pages_for(r: &CpuRing) -> usize {
+    let elapsed = crate::workload::shm::monotonic_ns()
+        .saturating_sub(r.opened_ns)
+        .max(1_000_000);
+    let record = r
+        .read_bytes
+        .checked_div(r.read_records)
+        .unwrap_or(96)
+        .max(8);
+    let bytes = r.read_bytes + r.lost * record;
+    let want = u128::from(bytes) * u128::from(RING_HOLDS_NS) / u128::from(elapsed);
+    let pages = usize::try_from(want / ring::page_size() as u128).unwrap_or(usize::MAX);
+    pages
+        .max(r.pages * RING_GROWTH)
+        .min(RING_PAGES_MAX)
+        .next_power_of_two()
 }
