@@ -160,13 +160,16 @@ pub fn write_timeline(
     };
     // `run` keeps the whole run (twice its duration, up to the event cap).
     let asked = Duration::from_nanos(trace.elapsed_ns);
-    let t = timeline(
+    let mut t = timeline(
         trace,
         &f.events,
         f.store.start_ns.unwrap_or(0),
         &report.preset,
         asked,
     );
+    // The tasks have exited by now: their processes as the experiment started them.
+    t.tgids
+        .extend(f.started.tasks.iter().map(|task| (task.tid, task.pid)));
     let written = write_file(&t, path, &mut |_| true)?;
     if let Some(r) = report.trace.as_mut() {
         r.timeline = Some(path.display().to_string());

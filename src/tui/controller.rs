@@ -475,13 +475,16 @@ impl Controller {
     fn timeline(&self) -> Result<crate::report::perfetto::Timeline, TimelineError> {
         let exp = self.running.as_ref().ok_or(TimelineError::NoWorkload)?;
         let trace = exp.stopped_trace().ok_or(TimelineError::NotTracing)?;
-        Ok(crate::report::trace::timeline(
+        let mut t = crate::report::trace::timeline(
             trace,
             exp.events(),
             exp.store().start_ns.unwrap_or(0),
             &exp.started().preset.name,
             TRACE_KEEP,
-        ))
+        );
+        let started = exp.started().tasks.iter();
+        t.tgids.extend(started.map(|task| (task.tid, task.pid)));
+        Ok(t)
     }
 }
 
