@@ -10,6 +10,7 @@ pub mod csv;
 pub mod meta;
 pub mod perfetto;
 pub mod progress;
+pub mod timeline;
 pub mod trace;
 
 pub use crate::lab::experiment::Observer;

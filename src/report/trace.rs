@@ -11,11 +11,11 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::perfetto::{KeptWindow, Timeline, Written};
+use super::timeline::{write_chrome_json, TimelineEvent, TimelineInput};
 use super::RunReport;
 use crate::lab::experiment::{Finished, KnobEvent};
 use crate::lab::store::Store;
 use crate::lab::switches::WindowCount;
-use crate::timeline::{write_chrome_json, TimelineEvent, TimelineInput};
 use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal, KEEP_MAX_EVENTS};
 
 /// One task as the trace saw it, beside the kernel's own counters of the same run.
