@@ -162,6 +162,7 @@ pub fn write_timeline(
     let asked = Duration::from_nanos(trace.elapsed_ns);
     let mut t = timeline(
         trace,
+        trace.events_kept.clone(),
         &f.events,
         f.store.start_ns.unwrap_or(0),
         &report.preset,
@@ -177,10 +178,12 @@ pub fn write_timeline(
     Ok(Some(written))
 }
 
-/// The kept window of `trace` with `events` (knob changes, on the samples' clock from
-/// `start_ns`) as marks: an owned copy a worker can write while the tracer goes on.
+/// The kept window of `trace` (its events `kept`, taken out of it or copied) with
+/// `events` (knob changes, on the samples' clock from `start_ns`) as marks: owned, so a
+/// worker can write it while the tracer goes on.
 pub fn timeline(
     trace: &TraceFinal,
+    kept: Vec<SchedEvent>,
     events: &[KnobEvent],
     start_ns: u64,
     title: &str,
@@ -190,7 +193,7 @@ pub fn timeline(
     for t in &trace.tasks {
         names.insert(t.tid, t.name.clone());
     }
-    for e in &trace.events_kept {
+    for e in &kept {
         if let EventKind::Switch {
             prev_pid,
             next_pid,
@@ -222,9 +225,9 @@ pub fn timeline(
             )
         })
         .collect();
-    let window = KeptWindow::of(&trace.events_kept, asked, KEEP_MAX_EVENTS);
+    let window = KeptWindow::of(&kept, asked, KEEP_MAX_EVENTS);
     Timeline {
-        events: trace.events_kept.clone(),
+        events: kept,
         names,
         targets,
         tgids,

@@ -471,12 +471,14 @@ impl Controller {
         (started, restarted)
     }
 
-    /// An owned copy of the stopped trace's kept window.
-    fn timeline(&self) -> Result<crate::report::perfetto::Timeline, TimelineError> {
-        let exp = self.running.as_ref().ok_or(TimelineError::NoWorkload)?;
+    /// The stopped trace's kept window, its events moved out of the experiment.
+    fn timeline(&mut self) -> Result<crate::report::perfetto::Timeline, TimelineError> {
+        let exp = self.running.as_mut().ok_or(TimelineError::NoWorkload)?;
+        let kept = exp.take_stopped_events();
         let trace = exp.stopped_trace().ok_or(TimelineError::NotTracing)?;
         let mut t = crate::report::trace::timeline(
             trace,
+            kept,
             exp.events(),
             exp.store().start_ns.unwrap_or(0),
             &exp.started().preset.name,
