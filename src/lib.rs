@@ -5,7 +5,7 @@
 //!   [`lab`]`::experiment` -> [`lab`]`::store` (counters turned into rates) ->
 //!   [`report`] (headless) or [`app`] (the workbench's state) -> [`ui`] (drawing);
 //!   with tracing, the sched tracepoints -> [`trace`] thread -> the same experiment
-//!   (and [`timeline`] for a Perfetto export);
+//!   (and [`report::perfetto`] for a Perfetto export);
 //! - knobs: a key ([`app`]) or `--set`/`--at` ([`preset`]`::setting`) ->
 //!   [`lab`]`::experiment::Experiment::apply` -> [`lab`]`::session` -> [`knob`] (task
 //!   syscalls, system files through the journal, cgroup files) -> the kernel.
@@ -33,7 +33,6 @@ pub mod state;
 pub mod system;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod timeline;
 pub mod trace;
 pub mod tui;
 pub mod ui;

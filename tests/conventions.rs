@@ -161,7 +161,7 @@ fn schema_errors(name: &str, doc: &Value) -> Vec<String> {
 
 /// The header every document carries, checked against what this machine says.
 fn assert_header(doc: &Value, command: &str, started: SystemTime) {
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     let version = doc["schedlab_version"].as_str().expect("schedlab_version");
     assert!(version.starts_with(env!("CARGO_PKG_VERSION")), "{version}");
     let start = humantime::parse_rfc3339(doc["start_time"].as_str().expect("start_time"))

@@ -7,6 +7,10 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use schedlab::report::perfetto::{KeptWindow, Timeline};
+use schedlab::trace::{EventKind, SchedEvent, KEEP_MAX_EVENTS};
 
 fn tracefs_mounted() -> bool {
     std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(" tracefs "))
@@ -43,7 +47,7 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
     let _serial = common::serial();
     let mounted_before = tracefs_mounted();
     let dir = tempfile::tempdir().expect("tempdir");
-    let timeline = dir.path().join("timeline.json");
+    let timeline = dir.path().join("timeline.pftrace");
     let out = schedlab(
         dir.path(),
         &[
@@ -77,8 +81,22 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
             s["switches_in"],
             s["procfs_switches"]
         );
+        // Latencies in whole ns (schema 3), every one in the histogram, the worst
+        // in its top bucket.
         let w = &s["wakeup_latency"];
-        assert!(num(&w["max_us"], "max") >= num(&w["p99_us"], "p99"), "{w}");
+        let max_ns = w["max_ns"].as_u64().expect("max_ns, integer ns") as f64;
+        let hist = s["wakeup_latency_histogram"].as_array().expect("histogram");
+        let in_hist: u64 = hist
+            .iter()
+            .map(|b| b["count"].as_u64().expect("count"))
+            .sum();
+        assert_eq!(Some(in_hist), w["count"].as_u64(), "{name}: {w}");
+        let top = hist.last().expect("a bucket");
+        assert!(
+            num(&top["low_ns"], "low") <= max_ns * 1.002
+                && max_ns <= num(&top["high_ns"], "high") * 1.002,
+            "{name}: max {max_ns} ns outside the top bucket {top}"
+        );
     }
     // The reader blocks on every empty pipe: each voluntary switch is one wakeup.
     let reader = &task(&r, "reader")["sched"];
@@ -90,35 +108,47 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
         (wakeups - voluntary).abs() <= 0.02 * voluntary,
         "reader wakeups {wakeups} vs voluntary switches {voluntary}"
     );
-    assert!(num(&reader["wakeup_latency"]["p50_us"], "p50") > 0.0);
+    assert!(num(&reader["wakeup_latency"]["p50_ns"], "p50") > 0.0);
     // Under OTHER the writer is preempted by the woken reader (`wc`, named as the task).
     let writer = &task(&r, "writer")["sched"];
     assert!(num(&writer["preempted"], "preempted") > 1000.0, "{writer}");
     assert_eq!(writer["preemptors"][0]["comm"], "reader", "{writer}");
 
-    let text = std::fs::read_to_string(&timeline).expect("the timeline was written");
-    let t: serde_json::Value = serde_json::from_str(&text).expect("the timeline is JSON");
-    let events = t["traceEvents"].as_array().expect("traceEvents");
-    let named = |what: &str| {
-        events
+    // The timeline holds what the report counted: every switch in of the two tasks
+    // (but those inferred without a time), every sched_wakeup of the reader.
+    let bytes = std::fs::read(&timeline).expect("the timeline was written");
+    let c = schedlab::report::perfetto::read::read(&bytes).expect("a Perfetto trace");
+    let inferred = num(&trace["idle_switches_inferred"], "idle_switches_inferred") as u64;
+    for name in ["writer", "reader"] {
+        let s = &task(&r, name)["sched"];
+        let tid = s["tid"].as_i64().expect("tid") as i32;
+        assert_eq!(
+            c.threads.get(&tid).map(String::as_str),
+            Some(name),
+            "{:?}",
+            c.threads
+        );
+        let switches_in = s["switches_in"].as_u64().expect("switches_in");
+        let in_file = c.switches_in.get(&tid).copied().unwrap_or(0);
+        assert!(
+            in_file <= switches_in && in_file + inferred >= switches_in,
+            "{name}: {in_file} switches in the file, {switches_in} counted ({inferred} inferred)"
+        );
+    }
+    let reader_tid = reader["tid"].as_i64().expect("tid") as i32;
+    let timed = num(&reader["wakeups"], "wakeups") - num(&reader["wakeups_unseen"], "unseen");
+    assert_eq!(
+        c.wakeups_of.get(&reader_tid).copied().unwrap_or(0) as f64,
+        timed,
+        "the reader's sched_wakeup records"
+    );
+    assert!(c.cpus.contains(&0), "CPU 0's track: {:?}", c.cpus);
+    assert!(
+        c.instants
             .iter()
-            .any(|e| e["ph"] == "M" && e["args"]["name"].as_str() == Some(what))
-    };
-    assert!(
-        named("CPU 0") && named("writer") && named("reader"),
-        "track names"
-    );
-    assert!(
-        events.iter().filter(|e| e["ph"] == "X").count() > 1000,
-        "running slices"
-    );
-    assert!(
-        events.iter().any(|e| e["ph"] == "i"
-            && e["s"] == "g"
-            && e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("reader.policy=batch"))),
-        "the knob change is an instant event"
+            .any(|n| n.starts_with("reader.policy=batch")),
+        "the knob change is an instant event: {:?}",
+        c.instants
     );
     assert_eq!(
         r["trace"]["timeline"].as_str(),
@@ -284,9 +314,9 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
     let perf_p50 = delays[delays.len() / 2];
     let w = &reader["sched"]["wakeup_latency"];
     let (wakeup_max, p99, p50) = (
-        num(&w["max_us"], "max_us"),
-        num(&w["p99_us"], "p99_us"),
-        num(&w["p50_us"], "p50_us"),
+        num(&w["max_ns"], "max_ns") / 1000.0,
+        num(&w["p99_ns"], "p99_ns") / 1000.0,
+        num(&w["p50_ns"], "p50_ns") / 1000.0,
     );
     let seen = format!(
         "schedlab p50/p99/max {p50:.1}/{p99:.1}/{wakeup_max:.1} us vs perf sched timehist {perf_p50:.1}/{perf_p99:.1}/{perf_max:.1} us (perf's next to max: {:?})",
@@ -313,5 +343,97 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
             "{seen}"
         );
         assert!(p50 >= perf_p50 - 5.0, "{seen}");
+    }
+}
+
+// The timeline export's cost for the README: 1,048,576 events (the tracer's cap) of a
+// ping-pong pair written as Perfetto protobuf and as Chrome JSON, timed and sized.
+// `cargo test --release --test trace_run -- --ignored --nocapture a_million_events`.
+
+fn comm(s: &str) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[..s.len()].copy_from_slice(s.as_bytes());
+    c
+}
+
+/// pipe-wakeup as the tracer keeps it (~220k events/s, ~4.8 s): the writer wakes the
+/// reader, switches to it, the reader blocks and wakes the writer, each on CPU 0, with
+/// a cross-CPU waking now and then.
+fn ping_pong(n: usize) -> Timeline {
+    let (w, r) = (1000, 1001);
+    let mut events = Vec::with_capacity(n);
+    let mut t = 1_000_000_000_000u64;
+    while events.len() < n {
+        let i = events.len();
+        t += 4_500;
+        let kind = match i % 4 {
+            0 => EventKind::Wakeup {
+                pid: r,
+                waker: w,
+                target_cpu: 0,
+            },
+            1 => EventKind::Switch {
+                prev_pid: w,
+                prev_state: 0x100,
+                next_pid: r,
+                prev_comm: comm("writer"),
+                next_comm: comm("reader"),
+            },
+            2 if i % 64 == 2 => EventKind::Waking {
+                pid: w,
+                waker: r,
+                target_cpu: 1,
+            },
+            2 => EventKind::Wakeup {
+                pid: w,
+                waker: r,
+                target_cpu: 0,
+            },
+            _ => EventKind::Switch {
+                prev_pid: r,
+                prev_state: 1,
+                next_pid: w,
+                prev_comm: comm("reader"),
+                next_comm: comm("writer"),
+            },
+        };
+        events.push(SchedEvent {
+            t_ns: t,
+            cpu: 0,
+            kind,
+        });
+    }
+    let window = KeptWindow::of(&events, Duration::from_secs(30), KEEP_MAX_EVENTS);
+    Timeline {
+        events,
+        names: [(w, "writer".to_string()), (r, "reader".to_string())].into(),
+        targets: vec![w, r],
+        tgids: [(w, w), (r, w)].into(),
+        marks: vec![(t - 1_000_000_000, "writer.policy=batch -> ok".into())],
+        title: "pipe-wakeup".into(),
+        window,
+    }
+}
+
+#[test]
+#[ignore = "a measurement: run in release, see the README"]
+fn a_million_events_written_as_protobuf_and_as_json() {
+    let t = ping_pong(KEEP_MAX_EVENTS);
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["timeline.pftrace", "timeline.json"] {
+        let path = dir.path().join(name);
+        let start = Instant::now();
+        let w = schedlab::report::trace::write_file(&t, &path, &mut |_| true).expect("written");
+        let took = start.elapsed();
+        let size = std::fs::metadata(&path).expect("written").len();
+        println!(
+            "{name}: {} events in {:.2} s, {:.1} MB ({:.1} bytes/event), {} switches, {} wake-ups",
+            t.events.len(),
+            took.as_secs_f64(),
+            size as f64 / 1e6,
+            size as f64 / t.events.len() as f64,
+            w.switches,
+            w.wakeups
+        );
     }
 }

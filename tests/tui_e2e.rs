@@ -570,13 +570,51 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         t.screen()
     );
     assert!(t.screen().contains("preempted by:"), "{}", t.screen());
-    std::thread::sleep(Duration::from_millis(1500));
-    t.keys(&["x"]);
+    let (_, writer_tid) = ids(&t.screen(), "writer").expect("writer row");
+    // A knob change inside the trace's window: an instant in the timeline.
+    t.keys(&[":"]);
+    t.keys(&["writer.nice=2", "Enter"]);
     assert!(
-        t.wait_for("timeline written:", Duration::from_secs(10))
+        t.wait_for("writer.nice=2: applied", Duration::from_secs(5))
             .is_some(),
         "{}",
         t.screen()
+    );
+    // Seconds of pipe-wakeup (~200k events/s, up to the 1M-event cap): an export that
+    // takes a while even in a debug build.
+    std::thread::sleep(Duration::from_secs(5));
+    let asked = std::time::Instant::now();
+    t.keys(&["x"]);
+    // Sent at once, answered while the worker writes.
+    t.keys(&[":"]);
+    t.keys(&["writer.nice=5", "Enter"]);
+    let (mut writing, mut applied_while_writing, mut done) = (Vec::new(), false, None);
+    common::wait_until(Duration::from_secs(60), || {
+        let s = t.screen();
+        if s.contains("timeline written:") {
+            done = Some(s);
+            return true;
+        }
+        if s.contains("writing the timeline") && !writing.contains(&s) {
+            writing.push(s);
+        }
+        applied_while_writing |= nice_of(writer_tid) == Some(5);
+        false
+    });
+    let done = done.unwrap_or_else(|| panic!("no timeline written: {}", t.screen()));
+    eprintln!(
+        "timeline written {:.1} s after x, {} distinct screens while writing",
+        asked.elapsed().as_secs_f64(),
+        writing.len()
+    );
+    assert!(
+        writing.len() >= 2,
+        "the screen went on while the timeline was written: {} screens",
+        writing.len()
+    );
+    assert!(
+        applied_while_writing,
+        "a knob change is applied while the timeline is written"
     );
     let file = std::fs::read_dir(dir.path())
         .expect("dir")
@@ -585,16 +623,47 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         .find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("schedlab-trace-") && n.ends_with(".json"))
+                .is_some_and(|n| n.starts_with("schedlab-trace-") && n.ends_with(".pftrace"))
         })
         .expect("a timeline in the working directory");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&file).expect("read the timeline")).expect("JSON");
-    let events = json["traceEvents"].as_array().expect("a traceEvents array");
+    let c = schedlab::report::perfetto::read::read(&std::fs::read(&file).expect("read it"))
+        .expect("a Perfetto trace");
+    // The status line's counts are the file's.
+    let said = done.split_whitespace().collect::<Vec<_>>().join(" ");
+    let count_before = |what: &str| -> u64 {
+        let at = said.find(what).unwrap_or_else(|| panic!("{what}: {said}"));
+        let n = said[..at].trim_end().rsplit(' ').next().unwrap_or("");
+        n.replace(',', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("{what}: {said}"))
+    };
+    assert_eq!(count_before(" switches,"), c.switches, "{said}");
+    assert_eq!(count_before(" wake-ups"), c.wakeups, "{said}");
+    assert!(c.switches > 10_000 && c.wakeups > 10_000, "{c:?}");
+    let tasks: Vec<&str> = c.threads.values().map(String::as_str).collect();
     assert!(
-        events.iter().any(|e| e["ph"] == "X"),
-        "slices of the tasks running, not only metadata: {} events",
-        events.len()
+        tasks.contains(&"writer") && tasks.contains(&"reader"),
+        "{tasks:?}"
+    );
+    assert!(!c.cpus.is_empty(), "CPU tracks");
+    assert!(
+        c.tracks
+            .iter()
+            .any(|n| n.starts_with("schedlab pipe-wakeup: last ")),
+        "{:?}",
+        c.tracks
+    );
+    assert!(
+        c.instants.iter().any(|n| n.starts_with("writer.nice=2")),
+        "the knob change: {:?}",
+        c.instants
+    );
+    assert!(
+        !std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "part")),
+        "no part-written file left"
     );
     // Exporting stops the trace for the file and starts it again.
     assert!(t
@@ -602,7 +671,17 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         .lines()
         .next()
         .is_some_and(|l| l.contains("TRACE")));
+    // q during a second export quits at once; the half-written file is removed.
+    std::thread::sleep(Duration::from_secs(2));
+    t.keys(&["x"]);
     t.quit();
+    assert!(
+        !std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "part")),
+        "no part-written file left at quit"
+    );
     assert!(
         common::wait_until(Duration::from_secs(2), || !common::alive(pid)),
         "workers gone"

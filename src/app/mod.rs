@@ -2,6 +2,7 @@
 //! [`Action`] and returns the [`Effect`]s to carry out. No I/O happens here: the TUI
 //! loop turns effects into commands for the controller thread.
 
+mod export;
 mod fairness;
 pub mod keys;
 mod modal;
@@ -27,6 +28,7 @@ use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use crate::workload::attach::ProcRow;
+pub use export::{Exported, TimelineError};
 pub use modal::Mode;
 pub use view::{Branch, Column, Sort};
 
@@ -60,23 +62,17 @@ pub enum Action {
     Tracing(Result<bool, TraceError>),
     /// What the trace saw in one interval.
     Trace(Box<TraceBatch>),
-    /// The timeline was written to this file, or why not.
-    TraceExported(Result<String, TimelineError>),
+    /// The timeline's worker wrote this many of the kept events.
+    TraceExportProgress {
+        written: usize,
+        total: usize,
+    },
+    /// The timeline was written, or why not.
+    TraceExported(Result<Exported, TimelineError>),
     /// The processes the picker offers (`a`), as a tree.
     Processes(Vec<ProcRow>),
     Error(String),
     Resize(u16, u16),
-}
-
-/// Why the trace's timeline was not written.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum TimelineError {
-    #[error("no workload is running, so there is no trace to write")]
-    NoWorkload,
-    #[error("the scheduler trace is not running: start it first")]
-    NotTracing,
-    #[error("timeline not written: {0}")]
-    Write(String),
 }
 
 /// How much of the end of the trace a timeline holds (the tracer keeps that much).
@@ -207,6 +203,8 @@ pub struct App {
     pub recording: Option<String>,
     /// The scheduler trace runs (as the controller last said).
     pub tracing: bool,
+    /// A timeline is being written (asked for, no outcome yet).
+    pub exporting: bool,
     /// Read-only: a replay; knob changes are refused.
     pub replay: bool,
     pub quit: bool,
@@ -278,6 +276,7 @@ impl App {
             no_color,
             recording: None,
             tracing: false,
+            exporting: false,
             replay: false,
             quit: false,
         };
@@ -401,13 +400,12 @@ impl App {
             Action::Recording(r) => self.recording_result(r),
             Action::Tracing(r) => self.tracing_result(r),
             Action::Trace(batch) => self.take_trace(&batch),
+            Action::TraceExportProgress { written, total } => {
+                self.export_progress(written, total);
+                Vec::new()
+            }
             Action::TraceExported(r) => {
-                match r {
-                    Ok(path) => self.say(format!(
-                        "timeline written: {path} (open it in ui.perfetto.dev)"
-                    )),
-                    Err(e) => self.complain(e.to_string()),
-                }
+                self.trace_exported(r);
                 Vec::new()
             }
             Action::Error(e) => {
@@ -509,8 +507,9 @@ impl App {
                 let export = self.key_label(Command::ExportTrace);
                 let trace = self.key_label(Command::Trace);
                 self.say(format!(
-                    "tracing on: {export} writes the last {} s as a Perfetto timeline; {trace} stops",
-                    TRACE_KEEP.as_secs()
+                    "tracing on: {export} writes the last {} s (at most {} events) as a Perfetto timeline; {trace} stops",
+                    TRACE_KEEP.as_secs(),
+                    crate::report::perfetto::grouped(crate::trace::KEEP_MAX_EVENTS as u64)
                 ));
             }
             Ok(false) => {
@@ -774,18 +773,6 @@ impl App {
             "starting the scheduler trace..."
         });
         vec![Effect::SetTracing(!self.tracing)]
-    }
-
-    fn export_trace(&mut self) -> Vec<Effect> {
-        if !self.tracing {
-            let trace = self.key_label(Command::Trace);
-            self.complain(format!(
-                "no trace to write: press {trace} to start the scheduler trace first"
-            ));
-            return Vec::new();
-        }
-        self.say("writing the timeline...");
-        vec![Effect::ExportTrace]
     }
 
     /// Stepping and seeking, which only a replay can do.

@@ -576,13 +576,49 @@ fn x_writes_a_timeline_only_while_tracing() {
     assert!(app.ui.status.contains("press t"), "{}", app.ui.status);
     let mut app = tracing_app();
     assert_eq!(key(&mut app, KeyCode::Char('x')), vec![Effect::ExportTrace]);
-    app.update(Action::TraceExported(Ok(
-        "/tmp/schedlab-trace-1.json".into()
-    )));
+    assert_eq!(app.ui.status, "writing the timeline...");
+    // A second x while the worker writes is refused; the first goes on.
+    assert!(key(&mut app, KeyCode::Char('x')).is_empty());
+    assert!(
+        app.ui.status.contains("being written already"),
+        "{}",
+        app.ui.status
+    );
+    app.update(Action::TraceExportProgress {
+        written: 524_288,
+        total: 1_048_576,
+    });
     assert_eq!(
         app.ui.status,
-        "timeline written: /tmp/schedlab-trace-1.json (open it in ui.perfetto.dev)"
+        "writing the timeline: 50 % (524,288 of 1,048,576 events)"
     );
+    assert!(!app.ui.status_is_error);
+    let log = app.ui.log.len();
+    app.update(Action::TraceExported(Ok(crate::app::Exported {
+        path: "/tmp/schedlab-trace-1.pftrace".into(),
+        window: crate::report::perfetto::KeptWindow {
+            span_ns: 4_800_000_000,
+            events: 1_048_576,
+            asked: Duration::from_secs(30),
+            capped_at: Some(1_048_576),
+        },
+        written: crate::report::perfetto::Written {
+            switches: 700_000,
+            wakeups: 348_000,
+            marks: 1,
+        },
+    })));
+    assert_eq!(
+        app.ui.status,
+        "timeline written: /tmp/schedlab-trace-1.pftrace: 700,000 switches, 348,000 wake-ups, 1 knob change; last 4.8 s (1,048,576 events; 30 s asked, capped at 1,048,576 events); open it in ui.perfetto.dev"
+    );
+    assert_eq!(
+        app.ui.log.len(),
+        log + 1,
+        "progress is not logged, the outcome is"
+    );
+    // Written: x works again.
+    assert_eq!(key(&mut app, KeyCode::Char('x')), vec![Effect::ExportTrace]);
     app.update(Action::TraceExported(Err(TimelineError::Write(
         "creating the timeline /tmp/x: File exists".into(),
     ))));

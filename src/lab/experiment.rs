@@ -423,6 +423,15 @@ impl Experiment {
         self.trace_done.as_ref()
     }
 
+    /// The kept events of the stopped trace, moved out (up to 72 MiB: the timeline's
+    /// worker owns them rather than a copy); the stopped trace keeps its totals.
+    pub fn take_stopped_events(&mut self) -> Vec<crate::trace::SchedEvent> {
+        self.trace_done
+            .as_mut()
+            .map(|t| std::mem::take(&mut t.events_kept))
+            .unwrap_or_default()
+    }
+
     pub fn set_interval(&self, d: Duration) {
         self.sampler.send(Command::SetInterval(d));
     }

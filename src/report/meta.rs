@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 /// The shape of the JSON documents; raised when a field is renamed or removed.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 static START: OnceLock<SystemTime> = OnceLock::new();
 

@@ -8,7 +8,9 @@ use serde::Serialize;
 pub mod build;
 pub mod csv;
 pub mod meta;
+pub mod perfetto;
 pub mod progress;
+pub mod timeline;
 pub mod trace;
 
 pub use crate::lab::experiment::Observer;

@@ -5,16 +5,18 @@
 use std::collections::BTreeMap;
 use std::io::BufWriter;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::perfetto::{KeptWindow, Timeline, Written};
+use super::timeline::{write_chrome_json, TimelineEvent, TimelineInput};
 use super::RunReport;
 use crate::lab::experiment::{Finished, KnobEvent};
 use crate::lab::store::Store;
 use crate::lab::switches::WindowCount;
-use crate::timeline::{write_chrome_json, Summary, TimelineEvent, TimelineInput};
-use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal};
+use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal, KEEP_MAX_EVENTS};
 
 /// One task as the trace saw it, beside the kernel's own counters of the same run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -146,50 +148,73 @@ fn sched_report(
     }
 }
 
-/// Write the kept events as a Chrome JSON trace (Perfetto opens it), knob changes
-/// marked; the path goes into the report.
+/// Write the kept events as a timeline (see [`write_file`]), knob changes marked; the
+/// path goes into the report.
 pub fn write_timeline(
     report: &mut RunReport,
     f: &Finished,
     path: &Path,
-) -> Result<Option<Summary>> {
+) -> Result<Option<Written>> {
     let Some(trace) = &f.trace else {
         return Ok(None);
     };
-    let summary = timeline(
+    // `run` keeps the whole run (twice its duration, up to the event cap).
+    let asked = Duration::from_nanos(trace.elapsed_ns);
+    let mut t = timeline(
         trace,
+        trace.events_kept.clone(),
         &f.events,
         f.store.start_ns.unwrap_or(0),
         &report.preset,
-        path,
-    )?;
-    if let Some(t) = report.trace.as_mut() {
-        t.timeline = Some(path.display().to_string());
+        asked,
+    );
+    // The tasks have exited by now: their processes as the experiment started them.
+    t.tgids
+        .extend(f.started.tasks.iter().map(|task| (task.tid, task.pid)));
+    let written = write_file(&t, path, &mut |_| true)?;
+    if let Some(r) = report.trace.as_mut() {
+        r.timeline = Some(path.display().to_string());
     }
-    Ok(Some(summary))
+    Ok(Some(written))
 }
 
-/// The timeline of `trace` with `events` (knob changes, on the samples' clock from
-/// `start_ns`) as marks.
+/// The kept window of `trace` (its events `kept`, taken out of it or copied) with
+/// `events` (knob changes, on the samples' clock from `start_ns`) as marks: owned, so a
+/// worker can write it while the tracer goes on.
 pub fn timeline(
     trace: &TraceFinal,
+    kept: Vec<SchedEvent>,
     events: &[KnobEvent],
     start_ns: u64,
     title: &str,
-    path: &Path,
-) -> Result<Summary> {
+    asked: Duration,
+) -> Timeline {
     let mut names: BTreeMap<i32, String> = BTreeMap::new();
     for t in &trace.tasks {
         names.insert(t.tid, t.name.clone());
     }
-    // Tasks whose sched_waking was seen and whose sched_wakeup is still to come.
-    let mut announced = std::collections::BTreeSet::new();
-    let timeline: Vec<TimelineEvent> = trace
-        .events_kept
-        .iter()
-        .filter_map(|e| timeline_event(e, &mut names, &mut announced))
-        .collect();
+    for e in &kept {
+        if let EventKind::Switch {
+            prev_pid,
+            next_pid,
+            prev_comm,
+            next_comm,
+            ..
+        } = e.kind
+        {
+            for (pid, comm) in [(prev_pid, prev_comm), (next_pid, next_comm)] {
+                if pid != 0 && comm[0] != 0 {
+                    names.entry(pid).or_insert_with(|| comm_str(&comm));
+                }
+            }
+        }
+    }
     let targets: Vec<i32> = trace.tasks.iter().map(|t| t.tid).collect();
+    // Best effort: a task that has exited is a thread without a process.
+    let tgids = targets
+        .iter()
+        .filter_map(|&tid| Some((tid, crate::state::tgid_of(tid)?)))
+        .collect();
     // Worded as the report's table and the CSV word them.
     let marks: Vec<(u64, String)> = events
         .iter()
@@ -200,22 +225,89 @@ pub fn timeline(
             )
         })
         .collect();
-    let file = crate::state::create_new(path)
-        .with_context(|| format!("creating the timeline {}", path.display()))?;
-    let mut out = BufWriter::new(file);
+    let window = KeptWindow::of(&kept, asked, KEEP_MAX_EVENTS);
+    Timeline {
+        events: kept,
+        names,
+        targets,
+        tgids,
+        marks,
+        title: title.to_string(),
+        window,
+    }
+}
+
+/// Write `t` to the new file `path`: the Chrome JSON trace format for a `.json` name,
+/// else Perfetto's protobuf format (a fifth of the size, written several times faster).
+/// The file is written under a `.part` name and linked to `path` only when complete,
+/// so a file under `path` is never half-written; an existing `path` is refused.
+pub fn write_file(
+    t: &Timeline,
+    path: &Path,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Written> {
+    let mut part = path.as_os_str().to_owned();
+    part.push(".part");
+    let part = std::path::PathBuf::from(part);
+    let file = crate::state::create_new(&part)
+        .with_context(|| format!("creating the timeline {}", part.display()))?;
+    let result =
+        write_to(t, path, BufWriter::with_capacity(1 << 20, file), progress).and_then(|w| {
+            // hard_link, unlike rename, refuses a file that appeared in the meantime.
+            std::fs::hard_link(&part, path)
+                .with_context(|| format!("naming the timeline {}", path.display()))?;
+            Ok(w)
+        });
+    let _ = std::fs::remove_file(&part);
+    result
+}
+
+fn write_to(
+    t: &Timeline,
+    path: &Path,
+    mut out: BufWriter<std::fs::File>,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Written> {
+    let json = path.extension().is_some_and(|e| e == "json");
+    let written = if json {
+        write_json(t, &mut out)
+    } else {
+        super::perfetto::write(t, &mut out, progress)
+    }
+    .with_context(|| format!("writing the timeline {}", path.display()))?;
+    std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
+    Ok(written)
+}
+
+/// The Chrome JSON trace format: slices built here (the protobuf leaves that to the UI).
+fn write_json(t: &Timeline, out: &mut impl std::io::Write) -> std::io::Result<Written> {
+    let mut names = t.names.clone();
+    // Tasks whose sched_waking was seen and whose sched_wakeup is still to come.
+    let mut announced = std::collections::BTreeSet::new();
+    let timeline: Vec<TimelineEvent> = t
+        .events
+        .iter()
+        .filter_map(|e| timeline_event(e, &mut names, &mut announced))
+        .collect();
     let summary = write_chrome_json(
         &TimelineInput {
             events: &timeline,
             names: &names,
-            targets: &targets,
-            marks: &marks,
-            title,
+            targets: &t.targets,
+            marks: &t.marks,
+            title: &t.title,
         },
-        &mut out,
-    )
-    .with_context(|| format!("writing the timeline {}", path.display()))?;
-    std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
-    Ok(summary)
+        out,
+    )?;
+    let switches = timeline
+        .iter()
+        .filter(|e| matches!(e, TimelineEvent::Switch { .. }))
+        .count();
+    Ok(Written {
+        switches: switches as u64,
+        wakeups: summary.wakeups as u64,
+        marks: summary.marks as u64,
+    })
 }
 
 /// One traced event for the timeline; switches also name the tasks they show. A wake-up

@@ -40,7 +40,10 @@
 //! only if they are targets.
 
 mod decode;
+mod drain;
 mod format;
+mod grow;
+use drain::Reader;
 mod order;
 mod ring;
 mod stats;
@@ -124,17 +127,30 @@ pub enum EventKind {
     },
 }
 
-/// Latency percentiles in microseconds. From hdrhistogram with 3 significant digits:
-/// each percentile is within 0.1 % of the true sample value (and never above `max_us`,
-/// which is exact); values past 10 s count as 10 s in the percentiles.
+/// Latency percentiles in microseconds (as the tables print them). From hdrhistogram
+/// with 3 significant digits: each percentile is within 0.1 % of the true sample value
+/// (and never above `max_us`, which is exact); values past 10 s count as 10 s in the
+/// percentiles. The JSON carries them as integer nanoseconds (`p50_ns`...), the one
+/// latency unit of every document (schema 3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LatencySummary {
     pub count: u64,
+    #[serde(rename = "p50_ns", serialize_with = "us_as_ns")]
     pub p50_us: f64,
+    #[serde(rename = "p90_ns", serialize_with = "us_as_ns")]
     pub p90_us: f64,
+    #[serde(rename = "p99_ns", serialize_with = "us_as_ns")]
     pub p99_us: f64,
+    #[serde(rename = "p999_ns", serialize_with = "us_as_ns")]
     pub p999_us: f64,
+    #[serde(rename = "max_ns", serialize_with = "us_as_ns")]
     pub max_us: f64,
+}
+
+/// Microseconds as whole nanoseconds: the values come from nanosecond histograms, so
+/// rounding gives them back exactly.
+fn us_as_ns<S: serde::Serializer>(us: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64((us * 1000.0).round().max(0.0) as u64)
 }
 
 /// A task that was switched in when a target was preempted.
@@ -239,6 +255,8 @@ pub struct TraceFinal {
     /// Switches from idle that neither the tracepoints nor the (paced) context-switch
     /// records showed, inferred when the task next switched out: counted, untimed.
     pub idle_switches_inferred: u64,
+    /// CPU rings replaced by larger ones after they lost records (see grow.rs).
+    pub rings_grown: u64,
     /// Whether sched_waking was written for cross-CPU wake-ups only (every ring took
     /// the kernel filter); false with [`Wakings::All`] or a kernel refusing filters.
     pub waking_cross_cpu_only: bool,
@@ -333,6 +351,20 @@ impl Tracer {
         wakings: Wakings,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
+        Tracer::start_sized(cpus, targets, interval, keep, wakings, RING_PAGES, journal)
+    }
+
+    /// [`Tracer::start_with`], each CPU's ring starting at `pages` data pages (a power of
+    /// two) rather than [`RING_PAGES`]: the tests start small to see a ring grow.
+    pub fn start_sized(
+        cpus: &crate::cpuset::CpuSet,
+        targets: Vec<TraceTarget>,
+        interval: Duration,
+        keep: Option<Duration>,
+        wakings: Wakings,
+        pages: usize,
+        journal: &mut crate::knob::journal::Journal,
+    ) -> Result<Tracer, TraceError> {
         if cpus.is_empty() {
             return Err(TraceError::NoCpus);
         }
@@ -363,7 +395,7 @@ impl Tracer {
             .collect();
         let mut rings = Vec::with_capacity(cpus.count());
         for cpu in cpus.iter() {
-            rings.push(ring::CpuRing::open(cpu as u32, &ids, RING_PAGES, wakings)?);
+            rings.push(ring::CpuRing::open(cpu as u32, &ids, pages, wakings)?);
         }
         let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
         let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
@@ -382,6 +414,7 @@ impl Tracer {
         worker.joins = Some(join_rx);
         worker.disabled = Some(disabled_tx);
         worker.waking_cross_cpu_only = waking_cross_cpu_only;
+        worker.grow = grow::Grower::new(ids, wakings);
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("schedlab-trace".into())
@@ -464,6 +497,7 @@ impl Tracer {
             late: 0,
             idle_switches_filled: 0,
             idle_switches_inferred: 0,
+            rings_grown: 0,
             waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: Some(format!("the tracer thread died: {why}")),
         });
@@ -496,6 +530,8 @@ struct Worker {
     joins: Option<mpsc::Receiver<Vec<TraceTarget>>>,
     disabled: Option<mpsc::Sender<()>>,
     waking_cross_cpu_only: bool,
+    /// How to open a larger ring for a CPU that lost records.
+    grow: grow::Grower,
 }
 
 /// Where released events go: the aggregation, the kept window, the interval batches.
@@ -537,6 +573,7 @@ impl Worker {
             joins: None,
             disabled: None,
             waking_cross_cpu_only: false,
+            grow: grow::Grower::default(),
             scratch: Box::new([0u8; ring::MAX_RECORD]),
             sink: Sink {
                 agg: Aggregator::new(targets),
@@ -587,7 +624,10 @@ impl Worker {
             }
             // The clock first: whatever the rings hold afterwards is at least as new.
             let now = monotonic_ns();
-            self.drain_all(now);
+            let lossy = self.drain_all(now);
+            if !stopping {
+                self.grow_rings(&lossy, &mut fds);
+            }
             let horizon = if stopping {
                 u64::MAX
             } else {
@@ -621,46 +661,9 @@ impl Worker {
             late: self.merger.late(),
             idle_switches_filled: self.idle.filled,
             idle_switches_inferred: self.idle.inferred,
+            rings_grown: self.grow.grown,
             waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: None,
-        }
-    }
-
-    fn drain_all(&mut self, now: u64) {
-        let Worker {
-            rings,
-            decoder,
-            merger,
-            scratch,
-            sink,
-            idle,
-            ..
-        } = self;
-        for (q, r) in rings.iter_mut().enumerate() {
-            r.drain(scratch, |ty, misc, body| match ty {
-                ring::RECORD_SAMPLE => match decoder.sample(body) {
-                    Ok(ev) => {
-                        if let Some(inferred) = idle.saw_switch(q, &ev) {
-                            sink.route(merger, q, inferred);
-                        }
-                        sink.route(merger, q, ev);
-                    }
-                    Err(_) => sink.undecodable += 1,
-                },
-                ring::RECORD_SWITCH_CPU_WIDE => {
-                    if let Some(ev) = decode::switch_in(misc, body).and_then(|s| idle.fill(q, s)) {
-                        sink.route(merger, q, ev);
-                    }
-                }
-                ring::RECORD_LOST => {
-                    let n = ring::lost_count(body);
-                    sink.lost += n;
-                    sink.interval_lost += n;
-                    sink.lost_since_release = true;
-                }
-                _ => {}
-            });
-            r.switch_records(idle.wants_records(q, now));
         }
     }
 }

@@ -22,6 +22,14 @@ use super::TraceError;
 /// drain every 10 ms. The memory is locked kernel memory while tracing (8 MiB on 2 CPUs).
 pub const RING_PAGES: usize = 1024;
 
+/// A ring that loses records is replaced by one at least this many times larger (see
+/// grow.rs), up to [`RING_PAGES_MAX`].
+pub const RING_GROWTH: usize = 4;
+/// ...and large enough to hold this long of the events its CPU was seen to produce.
+pub const RING_HOLDS_NS: u64 = 250_000_000;
+/// 16,384 pages: 64 MiB per CPU, over 2 s of a CPU producing 250,000 events/s.
+pub const RING_PAGES_MAX: usize = 16 * 1024;
+
 /// Records longer than this are skipped when they wrap around the ring's end (ours are
 /// at most ~110 bytes; nothing else is written into these rings but LOST records).
 pub const MAX_RECORD: usize = 512;
@@ -42,6 +50,14 @@ pub struct CpuRing {
     map: memmap2::MmapRaw,
     data_offset: usize,
     data_size: u64,
+    /// Data pages, as asked (a power of two).
+    pub pages: usize,
+    /// Since the ring was opened: when (CLOCK_MONOTONIC ns), bytes and records read,
+    /// records the kernel reported lost: the rate a larger ring is sized from.
+    pub opened_ns: u64,
+    pub read_bytes: u64,
+    pub read_records: u64,
+    pub lost: u64,
 }
 
 /// What one tracepoint is called and what perf calls it.
@@ -156,6 +172,11 @@ impl CpuRing {
             map,
             data_offset,
             data_size,
+            pages: pages.next_power_of_two(),
+            opened_ns: crate::workload::shm::monotonic_ns(),
+            read_bytes: 0,
+            read_records: 0,
+            lost: 0,
         })
     }
 
@@ -219,6 +240,7 @@ impl CpuRing {
         // are fully written.
         let head = head_ref.load(Ordering::Acquire);
         let mut tail = tail_ref.load(Ordering::Relaxed);
+        let start = tail;
         let size = self.data_size;
         if head.wrapping_sub(tail) > size {
             // Cannot happen without overwrite mode; resynchronise rather than misread.
@@ -253,6 +275,8 @@ impl CpuRing {
         }
         // Release: our reads of the records happen before the kernel may reuse them.
         tail_ref.store(tail, Ordering::Release);
+        self.read_bytes += tail - start;
+        self.read_records += records;
         records
     }
 }
@@ -302,7 +326,7 @@ fn set_filter(event: &Counter, filter: &str) -> io::Result<()> {
     Ok(())
 }
 
-fn page_size() -> usize {
+pub(super) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {

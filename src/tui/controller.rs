@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::app::{TimelineError, TRACE_KEEP};
+use crate::app::{Exported, TimelineError, TRACE_KEEP};
 use crate::error::KnobError;
 use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
@@ -64,8 +64,13 @@ pub enum Event {
     Tracing(Result<bool, TraceError>),
     /// One interval of the trace.
     Trace(Box<TraceBatch>),
-    /// The timeline's path, or why it was not written.
-    TraceExported(Result<String, TimelineError>),
+    /// The timeline's worker wrote this many of the kept events.
+    TraceExportProgress {
+        written: usize,
+        total: usize,
+    },
+    /// The timeline written, or why not.
+    TraceExported(Result<Exported, TimelineError>),
     Error(String),
     /// The workload is gone and the knobs restored; the lines say what was restored.
     Stopped(Vec<String>),
@@ -135,10 +140,15 @@ pub fn spawn(
                 recorder: None,
                 tracing: false,
                 picked: Vec::new(),
+                export: None,
             };
             ctl.start();
             ctl.send(Event::SystemKnobs(sys::list(&ctl.sys.probe)));
             ctl.serve(&rx);
+            // A timeline half-written is abandoned (its .part file removed), not awaited.
+            if let Some(export) = ctl.export.take() {
+                export.cancel();
+            }
             ctl.stop();
             let restored = ctl.sys.restore().iter().map(ToString::to_string).collect();
             ctl.send(Event::Stopped(restored));
@@ -164,6 +174,8 @@ struct Controller {
     tracing: bool,
     /// Processes attached with the picker: a restarted experiment attaches them again.
     picked: Vec<Picked>,
+    /// The timeline being written, if any.
+    export: Option<super::export::Export>,
 }
 
 impl Controller {
@@ -221,8 +233,10 @@ impl Controller {
                 self.send(Event::Tracing(result));
             }
             Request::ExportTrace(path) => {
-                let (written, restarted) = self.export_trace(&path);
-                self.send(Event::TraceExported(written));
+                let (started, restarted) = self.export_trace(path);
+                if let Err(e) = started {
+                    self.send(Event::TraceExported(Err(e)));
+                }
                 // After the file's news: a trace that could not start again is what
                 // the user has to act on.
                 if let Err(e) = restarted {
@@ -428,14 +442,18 @@ impl Controller {
         }
     }
 
-    /// Stop the trace (its events are handed over only then), trace on, and write the
-    /// stopped trace's kept window to `path`: what came of the file, and of starting
-    /// again. The new trace starts before the write (seconds for a busy preset's 30 s),
-    /// so the trace misses only the stop and start.
+    /// Stop the trace (its events are handed over only then), trace on again, and hand
+    /// a copy of the stopped trace's kept window to a worker that writes it to `path`:
+    /// whether the worker started, and what came of starting the trace again. The new
+    /// trace misses only the stop and start; the workbench stays live while the file
+    /// is written (seconds for a busy preset).
     fn export_trace(
         &mut self,
-        path: &std::path::Path,
-    ) -> (Result<String, TimelineError>, Result<bool, TraceError>) {
+        path: PathBuf,
+    ) -> (Result<(), TimelineError>, Result<bool, TraceError>) {
+        if self.export.as_ref().is_some_and(|e| !e.finished()) {
+            return (Err(TimelineError::Busy), Ok(true));
+        }
         let tracing = match &self.running {
             None => return (Err(TimelineError::NoWorkload), Ok(false)),
             Some(exp) => exp.tracing().0,
@@ -447,21 +465,28 @@ impl Controller {
         let _ = self.set_tracing(false);
         // Starting leaves the stopped trace in place until the next stop.
         let restarted = self.set_tracing(true);
-        (self.write_timeline(path), restarted)
+        let started = self.timeline().map(|t| {
+            self.export = Some(super::export::Export::start(t, path, self.events.clone()));
+        });
+        (started, restarted)
     }
 
-    fn write_timeline(&self, path: &std::path::Path) -> Result<String, TimelineError> {
-        let exp = self.running.as_ref().ok_or(TimelineError::NoWorkload)?;
+    /// The stopped trace's kept window, its events moved out of the experiment.
+    fn timeline(&mut self) -> Result<crate::report::perfetto::Timeline, TimelineError> {
+        let exp = self.running.as_mut().ok_or(TimelineError::NoWorkload)?;
+        let kept = exp.take_stopped_events();
         let trace = exp.stopped_trace().ok_or(TimelineError::NotTracing)?;
-        crate::report::trace::timeline(
+        let mut t = crate::report::trace::timeline(
             trace,
+            kept,
             exp.events(),
             exp.store().start_ns.unwrap_or(0),
             &exp.started().preset.name,
-            path,
-        )
-        .map_err(|e| TimelineError::Write(format!("{e:#}")))?;
-        Ok(path.display().to_string())
+            TRACE_KEEP,
+        );
+        let started = exp.started().tasks.iter();
+        t.tgids.extend(started.map(|task| (task.tid, task.pid)));
+        Ok(t)
     }
 }
 

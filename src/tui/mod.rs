@@ -2,6 +2,7 @@
 //! [`Action`]s, carries out the App's [`Effect`]s by messaging the controller, and draws.
 
 pub mod controller;
+mod export;
 pub mod player;
 
 use std::path::PathBuf;
@@ -50,6 +51,9 @@ fn to_action(e: Event) -> Option<Action> {
         Event::Recording(r) => Action::Recording(r),
         Event::Tracing(r) => Action::Tracing(r),
         Event::Trace(b) => Action::Trace(b),
+        Event::TraceExportProgress { written, total } => {
+            Action::TraceExportProgress { written, total }
+        }
         Event::TraceExported(r) => Action::TraceExported(r),
         Event::Error(e) => Action::Error(e),
         Event::Stopped(_) => return None,
@@ -375,7 +379,7 @@ impl Runner<'_> {
                         Effect::ListProcesses => None,
                         Effect::ExportTrace => Some(Request::ExportTrace(
                             self.record_dir
-                                .join(format!("schedlab-trace-{}.json", unix_time())),
+                                .join(format!("schedlab-trace-{}.pftrace", unix_time())),
                         )),
                         Effect::Quit => {
                             self.quitting.get_or_insert_with(Instant::now);
