@@ -21,3 +21,21 @@ pub fn require(what: &str, available: bool) -> bool {
         "{reason}; run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly"
     );
 }
+
+/// Held by a unit test that takes schedlab's knob lock or writes the machine's cgroups:
+/// the same machine-wide flock the integration tests take (`tests/common::serial`), so
+/// it never runs beside another test's schedlab, in this `cargo test` or another.
+pub struct MachineLock(#[allow(dead_code)] std::fs::File);
+
+pub fn machine_lock() -> MachineLock {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("schedlab-tests.lock"))
+        .expect("the machine-wide test lock");
+    // SAFETY: flock on a descriptor we own; blocks until the other test is done.
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock on the machine-wide test lock");
+    MachineLock(file)
+}

@@ -74,9 +74,9 @@ pub(super) fn latency_finding(
     f.value = us(p.p99);
     f.shown = format!("p99 {}, avg {}, max {}", ns(p.p99), ns(p.mean), ns(p.max));
     f.details = json!({
-        "min_us": us(p.min), "avg_us": us(p.mean), "p50_us": us(p.p50), "p90_us": us(p.p90),
-        "p99_us": us(p.p99), "p999_us": us(p.p999), "max_us": us(p.max),
-        "samples": p.count, "overruns": l.overruns, "interval_us": us(measure::INTERVAL.as_nanos() as u64),
+        "min_ns": p.min, "avg_ns": p.mean, "p50_ns": p.p50, "p90_ns": p.p90,
+        "p99_ns": p.p99, "p999_ns": p.p999, "max_ns": p.max,
+        "samples": p.count, "overruns": l.overruns, "interval_ns": measure::INTERVAL.as_nanos() as u64,
         "policy": if fifo.is_some() { "fifo" } else { "other" },
         "priority": fifo.unwrap_or(0),
         "timer_slack_ns": if fifo.is_some() { Some(0) } else { l.timer_slack_ns },
@@ -131,7 +131,7 @@ pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) 
     f.details = json!({
         "wakeups": pong.wakeups,
         "switches_in": pong.switches_in,
-        "wakeup_latency_us": w,
+        "wakeup_latency": w,
         "events": fin.handled,
         "lost": fin.lost,
     });

@@ -110,6 +110,10 @@ impl Budget {
 /// preset workers); `sys` journals system knobs, though the check itself writes none.
 pub fn check(exe: &Path, opts: &CheckOptions, sys: &mut SystemKnobs) -> Result<CheckReport> {
     let started = Instant::now();
+    // The check's own instrument threads (the tracer of the traced step, the samplers
+    // of its preset runs) run as a headless run's do: at nice 0 beside other load the
+    // tracer fell behind its ring and the traced step lost events (see Elevation::Fair).
+    crate::knob::task::request_elevation(crate::knob::task::Elevation::Fair);
     let whole = LoadWindow::start();
     let mut c = Checker::new(exe, opts, sys);
     c.wakeup_latency(None);

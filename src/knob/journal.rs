@@ -685,6 +685,7 @@ mod tests {
 
     #[test]
     fn records_each_change_once_and_restores_newest_first() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let (a, b, f) = (
             dir.path().join("a"),
@@ -781,6 +782,7 @@ mod tests {
 
     #[test]
     fn a_restore_refused_for_its_order_succeeds_on_a_later_pass() {
+        let _machine = crate::testing::machine_lock();
         // With RT group scheduling the sysctl cannot go below the root cgroup's runtime
         // (EINVAL), so when both go back down the cgroup has to go first. Here the
         // sysctl was recorded last: it is undone first, refused, and retried once the
@@ -817,6 +819,7 @@ mod tests {
 
     #[test]
     fn an_undo_that_keeps_failing_is_tried_three_times_or_thirteen_when_busy() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let (stuck, busy, fine) = (
             dir.path().join("stuck"),
@@ -862,6 +865,7 @@ mod tests {
 
     #[test]
     fn a_journal_that_could_not_restore_everything_stays_for_the_next_try() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let knob = dir.path().join("knob");
         std::fs::write(&knob, "original").expect("write");
@@ -889,6 +893,7 @@ mod tests {
 
     #[test]
     fn a_stale_journal_is_restored_and_a_live_one_is_left_alone() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let knob = dir.path().join("knob");
         std::fs::write(&knob, "changed").expect("write");
@@ -918,6 +923,7 @@ mod tests {
 
     #[test]
     fn a_planted_journal_restores_nothing_but_the_knobs_schedlab_writes() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let victim = dir.path().join("x");
         std::fs::write(&victim, "precious").expect("write");
@@ -959,6 +965,7 @@ mod tests {
 
     #[test]
     fn knobs_schedlab_writes_are_allowed_and_nothing_near_them() {
+        let _machine = crate::testing::machine_lock();
         let ok = |p: &str| {
             not_allowed(
                 &Entry::File {
@@ -979,6 +986,7 @@ mod tests {
 
     #[test]
     fn dirs_are_removed_on_restore() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let made = dir.path().join("made");
         std::fs::create_dir(&made).expect("mkdir");
@@ -991,6 +999,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_journal_says_what_it_holds_and_can_be_discarded() {
+        let _machine = crate::testing::machine_lock();
         let dir = tempfile::tempdir().expect("tempdir");
         let jpath = dir.path().join("journal.jsonl");
         std::fs::write(&jpath, "").expect("empty journal");

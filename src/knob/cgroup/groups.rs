@@ -434,6 +434,7 @@ mod tests {
 
     #[test]
     fn v2_files_are_written_and_read_in_v2_shapes() {
+        let _machine = crate::testing::machine_lock();
         let (_tmp, cg) = fake(
             Version::V2,
             &[
@@ -472,6 +473,7 @@ mod tests {
 
     #[test]
     fn v1_missing_files_and_unknown_names_get_clear_errors() {
+        let _machine = crate::testing::machine_lock();
         let (_tmp, cg) = fake(
             Version::V1,
             &[
@@ -511,6 +513,7 @@ mod tests {
 
     #[test]
     fn create_rejects_bad_and_duplicate_names_before_touching_anything() {
+        let _machine = crate::testing::machine_lock();
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = CgroupRoot {
             version: Version::V1,
@@ -534,6 +537,7 @@ mod tests {
 
     #[test]
     fn v2_create_journals_minus_cpu_before_enabling_cpu_at_the_root() {
+        let _machine = crate::testing::machine_lock();
         let tmp = tempfile::tempdir().expect("tempdir");
         let subtree = tmp.path().join("cgroup.subtree_control");
         std::fs::write(&subtree, "").expect("write");
@@ -580,6 +584,7 @@ mod tests {
 
     #[test]
     fn v2_create_leaves_an_enabled_root_alone() {
+        let _machine = crate::testing::machine_lock();
         let tmp = tempfile::tempdir().expect("tempdir");
         let subtree = tmp.path().join("cgroup.subtree_control");
         std::fs::write(&subtree, "cpu memory\n").expect("write");
@@ -661,6 +666,7 @@ mod tests {
 
     #[test]
     fn real_v1_create_set_get_move_and_restore() {
+        let _machine = crate::testing::machine_lock();
         let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
         let Some(root) = real_v1() else { return };
         let root_rt =
@@ -813,6 +819,7 @@ mod tests {
 
     #[test]
     fn real_v1_failed_create_removes_what_it_made() {
+        let _machine = crate::testing::machine_lock();
         let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
         let Some(root) = real_v1() else { return };
         let mut guard = Guard::new();
@@ -830,6 +837,7 @@ mod tests {
 
     #[test]
     fn real_v1_groups_use_all_knob_names() {
+        let _machine = crate::testing::machine_lock();
         let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
         let Some(root) = real_v1() else { return };
         let mut guard = Guard::new();
