@@ -75,7 +75,8 @@ pub enum Action {
     Resize(u16, u16),
 }
 
-/// How much of the end of the trace a timeline holds (the tracer keeps that much).
+/// How much of the end of the trace a timeline holds (the tracer keeps that much, at most
+/// [`crate::trace::KEEP_MAX_EVENTS`] events: see [`crate::report::perfetto::KeptWindow`]).
 pub const TRACE_KEEP: Duration = Duration::from_secs(30);
 
 /// What the App asks the outside world to do.

@@ -131,7 +131,7 @@ pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) 
     f.details = json!({
         "wakeups": pong.wakeups,
         "switches_in": pong.switches_in,
-        "wakeup_latency": w,
+        "wakeup_latency": crate::trace::LatencyNs::from(w),
         "events": fin.handled,
         "lost": fin.lost,
     });

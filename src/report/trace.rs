@@ -253,13 +253,23 @@ pub fn write_file(
         .with_context(|| format!("creating the timeline {}", part.display()))?;
     let result =
         write_to(t, path, BufWriter::with_capacity(1 << 20, file), progress).and_then(|w| {
-            // hard_link, unlike rename, refuses a file that appeared in the meantime.
-            std::fs::hard_link(&part, path)
+            name_it(&part, path)
                 .with_context(|| format!("naming the timeline {}", path.display()))?;
             Ok(w)
         });
     let _ = std::fs::remove_file(&part);
     result
+}
+
+/// Give the finished `part` the name `path`: a hard link, which unlike rename refuses a
+/// file that appeared in the meantime; a rename where the file system has no links.
+fn name_it(part: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::hard_link(part, path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists && !path.exists() => {
+            std::fs::rename(part, path)
+        }
+        other => other,
+    }
 }
 
 fn write_to(

@@ -130,27 +130,46 @@ pub enum EventKind {
 /// Latency percentiles in microseconds (as the tables print them). From hdrhistogram
 /// with 3 significant digits: each percentile is within 0.1 % of the true sample value
 /// (and never above `max_us`, which is exact); values past 10 s count as 10 s in the
-/// percentiles. The JSON carries them as integer nanoseconds (`p50_ns`...), the one
-/// latency unit of every document (schema 3).
+/// percentiles. A run's JSON carries them as integer nanoseconds ([`LatencyNs`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LatencySummary {
     pub count: u64,
-    #[serde(rename = "p50_ns", serialize_with = "us_as_ns")]
     pub p50_us: f64,
-    #[serde(rename = "p90_ns", serialize_with = "us_as_ns")]
     pub p90_us: f64,
-    #[serde(rename = "p99_ns", serialize_with = "us_as_ns")]
     pub p99_us: f64,
-    #[serde(rename = "p999_ns", serialize_with = "us_as_ns")]
     pub p999_us: f64,
-    #[serde(rename = "max_ns", serialize_with = "us_as_ns")]
     pub max_us: f64,
 }
 
-/// Microseconds as whole nanoseconds: the values come from nanosecond histograms, so
-/// rounding gives them back exactly.
-fn us_as_ns<S: serde::Serializer>(us: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64((us * 1000.0).round().max(0.0) as u64)
+/// [`LatencySummary`] as a run's JSON has it (schema 3): whole nanoseconds, the one
+/// latency unit of `metrics.latency` and the traced tasks' `sched`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LatencyNs {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl From<&LatencySummary> for LatencyNs {
+    fn from(l: &LatencySummary) -> Self {
+        // From nanosecond histograms: rounding gives the nanoseconds back exactly.
+        let ns = |us: f64| (us * 1000.0).round().max(0.0) as u64;
+        LatencyNs {
+            count: l.count,
+            p50_ns: ns(l.p50_us),
+            p90_ns: ns(l.p90_us),
+            p99_ns: ns(l.p99_us),
+            p999_ns: ns(l.p999_us),
+            max_ns: ns(l.max_us),
+        }
+    }
+}
+
+fn as_ns<S: serde::Serializer>(l: &LatencySummary, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&LatencyNs::from(l), s)
 }
 
 /// A task that was switched in when a target was preempted.
@@ -181,8 +200,10 @@ pub struct TaskSched {
     pub blocked: u64,
     pub migrations: u64,
     /// sched_waking -> switched in.
+    #[serde(serialize_with = "as_ns")]
     pub wakeup_latency: LatencySummary,
     /// Preempted (switched out runnable) -> switched in again.
+    #[serde(serialize_with = "as_ns")]
     pub runq_delay: LatencySummary,
     /// `wakeup_latency`'s histogram: non-empty buckets, one per power of two of ns
     /// (bounds within hdrhistogram's 0.1 %).
@@ -890,6 +911,24 @@ fn thread_cpu_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_are_whole_nanoseconds_in_the_json() {
+        let l = LatencySummary {
+            count: 3,
+            p50_us: 1.234,
+            p90_us: 2.0,
+            p99_us: 9.999,
+            p999_us: 10.0,
+            max_us: 4113.7,
+        };
+        let v = serde_json::to_value(LatencyNs::from(&l)).expect("serializes");
+        assert_eq!(
+            v,
+            serde_json::json!({"count": 3, "p50_ns": 1234, "p90_ns": 2000, "p99_ns": 9999,
+                "p999_ns": 10000, "max_ns": 4_113_700})
+        );
+    }
 
     #[test]
     fn sizes_are_as_documented() {

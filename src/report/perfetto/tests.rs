@@ -188,3 +188,39 @@ fn the_reader_reads_back_what_was_written() {
     assert_eq!(c.instants.len(), 2);
     assert!(read::read(&out[..out.len() - 1]).is_err(), "cut short");
 }
+
+#[test]
+fn a_file_is_named_only_when_complete_and_by_its_extension() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = sample();
+    let pf = dir.path().join("t.pftrace");
+    let w = crate::report::trace::write_file(&t, &pf, &mut |_| true).expect("written");
+    assert_eq!(w.switches, 200_002);
+    let bytes = std::fs::read(&pf).expect("there");
+    assert_eq!(read::read(&bytes).expect("protobuf").switches, 200_002);
+    let json = dir.path().join("t.json");
+    crate::report::trace::write_file(&t, &json, &mut |_| true).expect("written");
+    let text = std::fs::read_to_string(&json).expect("there");
+    assert!(
+        text.starts_with('{') && text.contains("traceEvents"),
+        "JSON"
+    );
+    // An existing file is refused and left as it was.
+    let e = crate::report::trace::write_file(&t, &pf, &mut |_| true).expect_err("exists");
+    assert!(format!("{e:#}").contains("naming the timeline"), "{e:#}");
+    assert_eq!(std::fs::read(&pf).expect("there"), bytes);
+    // Stopped half-way: nothing under the name, no .part left.
+    let cut = dir.path().join("cut.pftrace");
+    assert!(crate::report::trace::write_file(&t, &cut, &mut |_| false).is_err());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("cut") || n.ends_with(".part")),
+        "{names:?}"
+    );
+}
