@@ -178,7 +178,11 @@ fn documented_verdict(f: &Value) -> &'static str {
         ),
         "switch_cost_same_cpu" => band(v("us_per_op"), 10.0, 30.0),
         "switch_cost_cross_cpu" => band(v("us_per_op"), 30.0, 200.0),
-        "traced_wakeup_latency" => band(num(&d["wakeup_latency"]["p99_ns"], "p99") / 1e3, 50.0, 200.0),
+        "traced_wakeup_latency" => band(
+            num(&d["wakeup_latency"]["p99_ns"], "p99") / 1e3,
+            50.0,
+            200.0,
+        ),
         "pipe_wakeup_batch_ratio" => {
             let slow = d["batch_runs"]
                 .as_array()
