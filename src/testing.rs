@@ -1,5 +1,7 @@
-//! Helpers for the crate's own unit tests: a test that cannot run here fails unless
-//! skipping was asked for, as the integration tests' `common::skip_or_fail` does.
+//! Helpers shared by the crate's unit tests and the integration tests (tests/common
+//! includes this file): a test that cannot run here fails unless skipping was asked
+//! for, and the machine-wide lock that keeps real workloads from running side by side.
+#![allow(dead_code)]
 
 /// A test that cannot run: panics with `reason`, or, with `SCHEDLAB_ALLOW_SKIP=1`,
 /// prints it and returns false so the test can skip. `SCHEDLAB_REQUIRE_ALL=1` (CI)
@@ -18,13 +20,14 @@ pub fn require(what: &str, available: bool) -> bool {
         return false;
     }
     panic!(
-        "{reason}; run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly"
+        "{reason}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly"
     );
 }
 
 /// Held by a unit test that takes schedlab's knob lock or writes the machine's cgroups:
-/// the same machine-wide flock the integration tests take (`tests/common::serial`), so
-/// it never runs beside another test's schedlab, in this `cargo test` or another.
+/// a machine-wide flock, also taken by every integration test that runs a workload
+/// (`tests/common::serial`), so it never runs beside another test's schedlab, in this
+/// `cargo test` or another checkout's.
 pub struct MachineLock(#[allow(dead_code)] std::fs::File);
 
 pub fn machine_lock() -> MachineLock {

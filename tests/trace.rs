@@ -580,13 +580,9 @@ fn switches_after_a_busy_spell_are_all_counted_with_records_paced() {
     assert_eq!(fin.lost, 0);
 }
 
-#[test]
-fn a_ring_that_loses_records_grows_until_none_are_lost() {
-    if !common::require("root", common::is_root()) {
-        return;
-    }
-    let _serial = common::serial();
-    as_the_product();
+/// One traced 2 s ping-pong whose tracer starts with one-page rings: the tracer's
+/// totals, the ping-pong's rounds and each 100 ms batch's lost count.
+fn one_page_trace() -> (TraceFinal, u64, Vec<u64>) {
     let mut guard = JournalGuard::new();
     let pp = ping_pong(Duration::from_secs(2));
     wait_sleeping(&pp.tids);
@@ -594,7 +590,7 @@ fn a_ring_that_loses_records_grows_until_none_are_lost() {
         tid: pp.tids[0],
         name: "ping".into(),
     }];
-    // One page (4 KiB, ~50 records) against ~100k events/s: records are lost at once.
+    // One page (4 KiB, ~50 records) against ~100k events/s.
     let tracer = Tracer::start_sized(
         &online_cpus(),
         targets,
@@ -621,26 +617,47 @@ fn a_ring_that_loses_records_grows_until_none_are_lost() {
         fin.lost, fin.rings_grown
     );
     assert!(rounds > 1000, "the ping-pong ran: {rounds} rounds");
-    assert!(fin.lost > 0, "a one-page ring loses records at this rate");
-    assert!(fin.rings_grown >= 1, "the lossy ring was replaced");
-    // Sized from the rate seen, not four times at a time (1 page to 1024 would be five).
-    let cpus = online_cpus().count() as u64;
-    assert!(
-        fin.rings_grown <= 2 * cpus,
-        "{} rings grown on {cpus} CPUs",
-        fin.rings_grown
-    );
-    // Grown within a few drains: the second half of the run loses nothing.
-    let half = batches.len() / 2;
-    assert!(
-        lost[half..].iter().all(|&n| n == 0),
-        "still losing after growing: {lost:?}"
-    );
     assert_eq!(
         lost.iter().sum::<u64>(),
         fin.lost,
         "the batches say every loss"
     );
+    (fin, rounds, lost)
+}
+
+#[test]
+fn a_ring_that_loses_records_grows_until_none_are_lost() {
+    if !common::require("root", common::is_root()) {
+        return;
+    }
+    let _serial = common::serial();
+    as_the_product();
+    // A one-page ring usually overflows at once; a tracer woken at every quarter page
+    // on a CPU of its own can keep up with it (seen beside a CPU hog). Until a trace
+    // loses records, each must also have grown nothing.
+    for _ in 0..5 {
+        let (fin, _, lost) = one_page_trace();
+        if fin.lost == 0 {
+            assert_eq!(fin.rings_grown, 0, "a ring grown without a loss");
+            continue;
+        }
+        assert!(fin.rings_grown >= 1, "the lossy ring was replaced");
+        // Sized from the rate seen, not four times at a time (1 page to 1024 would be five).
+        let cpus = online_cpus().count() as u64;
+        assert!(
+            fin.rings_grown <= 2 * cpus,
+            "{} rings grown on {cpus} CPUs",
+            fin.rings_grown
+        );
+        // Grown within a few drains: the second half of the run loses nothing.
+        let half = lost.len() / 2;
+        assert!(
+            lost[half..].iter().all(|&n| n == 0),
+            "still losing after growing: {lost:?}"
+        );
+        return;
+    }
+    panic!("five traces with one-page rings lost nothing: the growth was never exercised");
 }
 
 #[test]

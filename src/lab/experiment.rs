@@ -367,8 +367,11 @@ impl Experiment {
     /// Change a knob while the experiment runs; the change is logged, recorded and
     /// read back in the next round.
     pub fn apply(&mut self, setting: &Setting, sys: &mut SystemKnobs) -> &KnobEvent {
-        let result = self.session.apply(setting, sys);
+        // Stamped as the change begins: a round the sampler takes while this thread is
+        // preempted between the write and a later stamp would otherwise show the new
+        // value before its mark (seen beside a CPU hog).
         let t_s = self.store.t_s(monotonic_ns());
+        let result = self.session.apply(setting, sys);
         self.sampler.send(Command::RefreshStatus);
         self.record_knob(&setting.to_string(), &result);
         self.events.push(KnobEvent {

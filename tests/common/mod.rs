@@ -12,6 +12,11 @@ pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+/// The unit tests' helpers, the same file: one definition of the machine-wide lock and
+/// of when a test may skip.
+#[path = "../../src/testing.rs"]
+mod testing;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Held while a test runs a real workload: the thread lock inside this test binary and
@@ -19,25 +24,16 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// once would otherwise disturb each other's numbers and knobs).
 pub struct Serial {
     _thread: MutexGuard<'static, ()>,
-    _machine: std::fs::File,
+    _machine: testing::MachineLock,
 }
 
 /// Real workloads pin tasks and run FIFO spinners: one at a time, or they disturb each
 /// other's numbers.
 pub fn serial() -> Serial {
     let thread = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(std::env::temp_dir().join("schedlab-tests.lock"))
-        .expect("the machine-wide test lock");
-    // SAFETY: flock on a descriptor we own; blocks until the other test is done.
-    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock on the machine-wide test lock");
     Serial {
         _thread: thread,
-        _machine: file,
+        _machine: testing::machine_lock(),
     }
 }
 
@@ -102,13 +98,10 @@ pub fn children(pid: i32) -> Vec<i32> {
 
 /// Tests that need root, or a tool, fail loudly without it: CI must not pass on tests
 /// that never ran. `SCHEDLAB_ALLOW_SKIP=1` turns that into a skip (returns false) for a
-/// developer who knows what they are leaving out; see [`skip_or_fail`].
+/// developer who knows what they are leaving out; `SCHEDLAB_REQUIRE_ALL=1` (.ci/run)
+/// always fails.
 pub fn require(what: &str, available: bool) -> bool {
-    if available {
-        return true;
-    }
-    skip_or_fail(&format!("this test needs {what}"));
-    false
+    testing::require(what, available)
 }
 
 pub fn is_root() -> bool {
@@ -121,21 +114,6 @@ pub fn have(tool: &str) -> bool {
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success())
-}
-
-/// A test that cannot run: panics with `reason`, or, with `SCHEDLAB_ALLOW_SKIP=1`, prints
-/// it and returns so the test can skip. `.ci/run` exports `SCHEDLAB_REQUIRE_ALL=1`, which
-/// always panics: under CI no test passes without having run, whatever else is set.
-pub fn skip_or_fail(reason: &str) {
-    let set = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
-    if set("SCHEDLAB_REQUIRE_ALL") {
-        panic!("{reason}; SCHEDLAB_REQUIRE_ALL=1 (CI): every test must run, none may skip");
-    }
-    if set("SCHEDLAB_ALLOW_SKIP") {
-        eprintln!("skipped: {reason} (SCHEDLAB_ALLOW_SKIP=1)");
-        return;
-    }
-    panic!("{reason}; install it or run as root (.ci/run does), or set SCHEDLAB_ALLOW_SKIP=1 to skip it knowingly");
 }
 
 /// A field of /proc/PID/stat by its number in proc(5) (field 19 is nice, 41 policy);
