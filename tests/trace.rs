@@ -649,10 +649,11 @@ fn a_ring_that_loses_records_grows_until_none_are_lost() {
             "{} rings grown on {cpus} CPUs",
             fin.rings_grown
         );
-        // Grown within a few drains: the second half of the run loses nothing.
-        let half = lost.len() / 2;
+        // Grown within a few drains of the first loss (whenever that came: a one-page
+        // ring can keep up for a while), and nothing lost after that.
+        let first = lost.iter().position(|&n| n > 0).unwrap_or(0);
         assert!(
-            lost[half..].iter().all(|&n| n == 0),
+            lost.iter().skip(first + 2).all(|&n| n == 0),
             "still losing after growing: {lost:?}"
         );
         return;
