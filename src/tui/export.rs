@@ -1,5 +1,5 @@
-//! The timeline's worker thread: writes a copy of the trace's kept window to a file
-//! while the controller goes on serving samples and knob changes.
+//! The timeline's worker thread: writes the trace's kept window (handed over, not copied)
+//! to a file while the controller goes on serving samples and knob changes.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
