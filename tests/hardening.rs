@@ -182,10 +182,13 @@ policy = "batch"
     path
 }
 
-/// Whether another process holds schedlab's knob lock (/run/schedlab/knobs.lock, an
-/// exclusive flock): a non-blocking flock of our own is refused while it does.
+/// Whether another process holds schedlab's knob lock (an exclusive flock on
+/// `journal::lock_path()`): a non-blocking flock of our own is refused while it does.
 fn knob_lock_held() -> bool {
-    let Ok(file) = std::fs::File::open("/run/schedlab/knobs.lock") else {
+    let Ok(path) = schedlab::knob::journal::lock_path() else {
+        return false;
+    };
+    let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
     // SAFETY: flock on a descriptor we own; released when `file` closes.
