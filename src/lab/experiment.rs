@@ -421,6 +421,26 @@ impl Experiment {
         Ok(())
     }
 
+    /// Start a fresh trace beside the running one and hand the running one over, still
+    /// running: its new owner stops it and takes its events. The stop's last drain then
+    /// happens off the caller's thread, and the fresh trace, opened first, keeps the
+    /// tracepoints registered, so closing the old events costs no grace periods. The
+    /// old trace's batches not yet polled stay with it (the fresh one covers that
+    /// time). None when not tracing; when the fresh trace cannot start, tracing is off
+    /// and the old one is handed over all the same.
+    pub fn hand_over_trace(
+        &mut self,
+        keep: Option<Duration>,
+        interval: Duration,
+        sys: &mut SystemKnobs,
+    ) -> (Option<Tracer>, Result<(), TraceError>) {
+        let Some(old) = self.tracer.take() else {
+            return (None, Ok(()));
+        };
+        let result = self.set_tracing(true, keep, interval, sys);
+        (Some(old), result)
+    }
+
     /// The raw events of a trace stopped with [`Experiment::set_tracing`], if any.
     pub fn stopped_trace(&self) -> Option<&TraceFinal> {
         self.trace_done.as_ref()

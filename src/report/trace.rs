@@ -161,7 +161,7 @@ pub fn write_timeline(
     // `run` keeps the whole run (twice its duration, up to the event cap).
     let asked = Duration::from_nanos(trace.elapsed_ns);
     let mut t = timeline(
-        trace,
+        &task_names(trace),
         trace.events_kept.clone(),
         &f.events,
         f.store.start_ns.unwrap_or(0),
@@ -178,11 +178,20 @@ pub fn write_timeline(
     Ok(Some(written))
 }
 
-/// The kept window of `trace` (its events `kept`, taken out of it or copied) with
+/// The traced tasks' ids and names: what a timeline names its threads after.
+pub fn task_names(trace: &TraceFinal) -> Vec<(i32, String)> {
+    trace
+        .tasks
+        .iter()
+        .map(|t| (t.tid, t.name.clone()))
+        .collect()
+}
+
+/// The kept window of a trace of `tasks` (tid, name) (its events `kept`, taken out of it or copied) with
 /// `events` (knob changes, on the samples' clock from `start_ns`) as marks: owned, so a
 /// worker can write it while the tracer goes on.
 pub fn timeline(
-    trace: &TraceFinal,
+    tasks: &[(i32, String)],
     kept: Vec<SchedEvent>,
     events: &[KnobEvent],
     start_ns: u64,
@@ -190,8 +199,8 @@ pub fn timeline(
     asked: Duration,
 ) -> Timeline {
     let mut names: BTreeMap<i32, String> = BTreeMap::new();
-    for t in &trace.tasks {
-        names.insert(t.tid, t.name.clone());
+    for (tid, name) in tasks {
+        names.insert(*tid, name.clone());
     }
     for e in &kept {
         if let EventKind::Switch {
@@ -209,7 +218,7 @@ pub fn timeline(
             }
         }
     }
-    let targets: Vec<i32> = trace.tasks.iter().map(|t| t.tid).collect();
+    let targets: Vec<i32> = tasks.iter().map(|(tid, _)| *tid).collect();
     // Best effort: a task that has exited is a thread without a process.
     let tgids = targets
         .iter()

@@ -339,7 +339,9 @@ pub struct Tracer {
     /// Told once the thread has turned the events off (before it drains and closes).
     disabled_rx: mpsc::Receiver<()>,
     waking_cross_cpu_only: bool,
-    thread: Option<std::thread::JoinHandle<TraceFinal>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The thread's totals, sent before it closes its perf events.
+    final_rx: mpsc::Receiver<TraceFinal>,
     started_ns: u64,
     targets: Vec<TraceTarget>,
 }
@@ -437,6 +439,7 @@ impl Tracer {
         worker.waking_cross_cpu_only = waking_cross_cpu_only;
         worker.grow = grow::Grower::new(ids, wakings);
         let flag = stop.clone();
+        let (final_tx, final_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("schedlab-trace".into())
             .spawn(move || {
@@ -444,7 +447,12 @@ impl Tracer {
                 // (nice -20 headless, FIFO 99 in the workbench), or a nice-0 thread
                 // beside a busy experiment falls behind and the rings overflow.
                 crate::knob::task::elevate_if_requested(true);
-                worker.run(&flag)
+                let fin = worker.run(&flag);
+                let _ = final_tx.send(fin);
+                // Closing the perf events takes a grace period each (~200 ms in all on
+                // a VM): after the totals are handed over, so that whoever stops the
+                // trace (the workbench's controller) does not stand still for it.
+                drop(worker);
             })
             .map_err(|e| TraceError::Thread(e.to_string()))?;
         Ok(Tracer {
@@ -454,6 +462,7 @@ impl Tracer {
             disabled_rx,
             waking_cross_cpu_only,
             thread: Some(thread),
+            final_rx,
             started_ns,
             targets,
         })
@@ -495,15 +504,24 @@ impl Tracer {
         // thread drops the sender and this returns at once.
         let _ = self.disabled_rx.recv_timeout(Duration::from_secs(2));
         at_stop();
-        let joined = match self.thread.take() {
-            Some(t) => t.join().map_err(|panic| {
-                panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panicked".into())
-            }),
-            None => Err("already stopped".into()),
+        // The thread sends its totals and then closes its events on its own; it is
+        // joined only when it died without sending them, for why.
+        let joined = match self.final_rx.recv() {
+            Ok(fin) => {
+                drop(self.thread.take());
+                Ok(fin)
+            }
+            Err(_) => match self.thread.take() {
+                Some(t) => match t.join() {
+                    Ok(()) => Err("ended without its totals".to_string()),
+                    Err(panic) => Err(panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panicked".into())),
+                },
+                None => Err("already stopped".into()),
+            },
         };
         let mut fin = joined.unwrap_or_else(|why| TraceFinal {
             tasks: Aggregator::new(&self.targets).totals(),
@@ -616,7 +634,7 @@ impl Worker {
         }
     }
 
-    fn run(mut self, stop: &AtomicBool) -> TraceFinal {
+    fn run(&mut self, stop: &AtomicBool) -> TraceFinal {
         let cpu_start = thread_cpu_ns();
         let mut fds: Vec<libc::pollfd> = self
             .rings

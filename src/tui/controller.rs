@@ -442,11 +442,12 @@ impl Controller {
         }
     }
 
-    /// Stop the trace (its events are handed over only then), trace on again, and hand
-    /// a copy of the stopped trace's kept window to a worker that writes it to `path`:
-    /// whether the worker started, and what came of starting the trace again. The new
-    /// trace misses only the stop and start; the workbench stays live while the file
-    /// is written (seconds for a busy preset).
+    /// Trace on afresh and hand the running trace to a worker that stops it and writes
+    /// its kept window to `path`: whether the worker started, and what came of starting
+    /// the fresh trace. The controller only opens the fresh trace's events (milliseconds);
+    /// the old trace's last drain, the timeline's building and the writing (a second or
+    /// more for a busy preset in a debug build) are the worker's, so the workbench stays
+    /// live.
     fn export_trace(
         &mut self,
         path: PathBuf,
@@ -454,39 +455,43 @@ impl Controller {
         if self.export.as_ref().is_some_and(|e| !e.finished()) {
             return (Err(TimelineError::Busy), Ok(true));
         }
-        let tracing = match &self.running {
-            None => return (Err(TimelineError::NoWorkload), Ok(false)),
-            Some(exp) => exp.tracing().0,
+        let Some(exp) = self.running.as_mut() else {
+            return (Err(TimelineError::NoWorkload), Ok(false));
         };
-        if !tracing {
+        let (old, restarted) = exp.hand_over_trace(Some(TRACE_KEEP), self.interval, &mut self.sys);
+        self.tracing = restarted.is_ok();
+        let Some(old) = old else {
             return (Err(TimelineError::NotTracing), Ok(false));
-        }
-        // Stopping is never refused.
-        let _ = self.set_tracing(false);
-        // Starting leaves the stopped trace in place until the next stop.
-        let restarted = self.set_tracing(true);
-        let started = self.timeline().map(|t| {
-            self.export = Some(super::export::Export::start(t, path, self.events.clone()));
+        };
+        let events = exp.events().to_vec();
+        let start_ns = exp.store().start_ns.unwrap_or(0);
+        let title = exp.started().preset.name.clone();
+        let started: Vec<(i32, i32)> = exp
+            .started()
+            .tasks
+            .iter()
+            .map(|task| (task.tid, task.pid))
+            .collect();
+        let build: super::export::Build = Box::new(move || {
+            let fin = old.stop();
+            let tasks = crate::report::trace::task_names(&fin);
+            let mut t = crate::report::trace::timeline(
+                &tasks,
+                fin.events_kept,
+                &events,
+                start_ns,
+                &title,
+                TRACE_KEEP,
+            );
+            t.tgids.extend(started);
+            t
         });
-        (started, restarted)
-    }
-
-    /// The stopped trace's kept window, its events moved out of the experiment.
-    fn timeline(&mut self) -> Result<crate::report::perfetto::Timeline, TimelineError> {
-        let exp = self.running.as_mut().ok_or(TimelineError::NoWorkload)?;
-        let kept = exp.take_stopped_events();
-        let trace = exp.stopped_trace().ok_or(TimelineError::NotTracing)?;
-        let mut t = crate::report::trace::timeline(
-            trace,
-            kept,
-            exp.events(),
-            exp.store().start_ns.unwrap_or(0),
-            &exp.started().preset.name,
-            TRACE_KEEP,
-        );
-        let started = exp.started().tasks.iter();
-        t.tgids.extend(started.map(|task| (task.tid, task.pid)));
-        Ok(t)
+        self.export = Some(super::export::Export::start(
+            build,
+            path,
+            self.events.clone(),
+        ));
+        (Ok(()), restarted.map(|()| true))
     }
 }
 

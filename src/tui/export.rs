@@ -12,6 +12,9 @@ use super::controller::Event;
 use crate::app::{Exported, TimelineError};
 use crate::report::perfetto::Timeline;
 
+/// Builds the timeline to write, on the worker.
+pub type Build = Box<dyn FnOnce() -> Timeline + Send>;
+
 /// A timeline being written.
 pub struct Export {
     cancel: Arc<AtomicBool>,
@@ -19,8 +22,9 @@ pub struct Export {
 }
 
 impl Export {
-    /// Start writing `t` to `path`; progress and the outcome go to `events`.
-    pub fn start(t: Timeline, path: PathBuf, events: UnboundedSender<Event>) -> Export {
+    /// Start building and writing a timeline to `path`; progress and the outcome go to
+    /// `events`.
+    pub fn start(build: Build, path: PathBuf, events: UnboundedSender<Event>) -> Export {
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = cancel.clone();
         let tx = events.clone();
@@ -35,7 +39,7 @@ impl Export {
                 unsafe {
                     libc::setpriority(libc::PRIO_PROCESS, 0, 10);
                 }
-                let result = write(&t, &path, &stop, &tx);
+                let result = write(&build(), &path, &stop, &tx);
                 let _ = tx.send(Event::TraceExported(result));
             });
         match handle {
@@ -87,4 +91,70 @@ fn write(
         window: t.window,
         written,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// The next outcome from the worker, skipping progress.
+    fn outcome(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    ) -> Result<Exported, TimelineError> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            match rx.try_recv() {
+                Ok(Event::TraceExported(r)) => return r,
+                Ok(_) => {}
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        panic!("no outcome within 60 s");
+    }
+
+    #[test]
+    fn start_returns_while_the_timeline_is_still_being_built_and_the_file_comes_after() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.pftrace");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // The build waits for the test's word: whatever start does, it cannot wait for it.
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let export = Export::start(
+            Box::new(move || {
+                let _ = go_rx.recv_timeout(Duration::from_secs(60));
+                Timeline {
+                    title: "held".into(),
+                    ..Timeline::default()
+                }
+            }),
+            path.clone(),
+            tx,
+        );
+        assert!(!export.finished(), "the worker is held in the build");
+        assert!(!path.exists());
+        go_tx.send(()).expect("the worker waits");
+        let done = outcome(&mut rx).expect("written");
+        assert_eq!(done.path, path.display().to_string());
+        assert!(path.exists(), "the file is there once the outcome is sent");
+        assert!(!dir.path().join("t.pftrace.part").exists());
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !export.finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(export.finished());
+    }
+
+    #[test]
+    fn an_existing_file_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.pftrace");
+        std::fs::write(&path, "mine").expect("write");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let export = Export::start(Box::new(Timeline::default), path.clone(), tx);
+        assert!(matches!(outcome(&mut rx), Err(TimelineError::Write(_))));
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "mine");
+        export.cancel();
+    }
 }
