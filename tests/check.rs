@@ -643,11 +643,14 @@ fn quick_check_reports_every_finding_within_its_budget() {
     let start_up = preset_start_up();
     let plots = tempfile::tempdir().expect("temp dir");
     let plot_dir = plots.path().to_str().expect("utf-8 path");
+    let launched = std::time::SystemTime::now();
     let (child, readers) = spawn_check(&["--quick", "--json", "-", "--plot-dir", plot_dir]);
     let (status, out, err, wall) = finish(child, readers, LIMIT);
     let after = Measured::now(&refs, cpu);
     assert!(status.success(), "{status}: {err}");
     let report: Value = serde_json::from_str(&out).expect("JSON report on stdout");
+    // The header, the schema and units, as every document's (tests/conventions.rs).
+    common::documents::assert_conventions("check", &report, launched);
     let duration = report["duration_s"].as_f64().expect("duration_s");
     eprintln!(
         "schedlab check --quick took {duration:.1} s (process wall {:.1} s)",

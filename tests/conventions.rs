@@ -146,180 +146,14 @@ fn csv_dash_writes_the_time_series_to_stdout_and_no_file() {
     assert_eq!(both.status.code(), Some(2), "both on stdout is bad input");
 }
 
-/// The JSON document's schema from assets/schema, and the errors `doc` has against it.
-fn schema_errors(name: &str, doc: &Value) -> Vec<String> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/schema/{name}.schema.json"));
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
-        .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
-    validator
-        .iter_errors(doc)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
-}
-
-/// The header every document carries, checked against what this machine says.
-fn assert_header(doc: &Value, command: &str, started: SystemTime) {
-    assert_eq!(doc["schema_version"], 3);
-    let version = doc["schedlab_version"].as_str().expect("schedlab_version");
-    assert!(version.starts_with(env!("CARGO_PKG_VERSION")), "{version}");
-    let start = humantime::parse_rfc3339(doc["start_time"].as_str().expect("start_time"))
-        .expect("start_time is RFC 3339");
-    // Whole seconds: the command started in the second this test launched it or later.
-    let started_s = started
-        - Duration::from_nanos(u64::from(
-            started
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .expect("clock")
-                .subsec_nanos(),
-        ));
-    assert!(
-        start >= started_s && start <= SystemTime::now(),
-        "start_time {start:?} outside the command's life"
-    );
-    let uts = nix::sys::utsname::uname().expect("uname");
-    assert_eq!(doc["host"], uts.nodename().to_string_lossy().as_ref());
-    assert_eq!(doc["kernel"], uts.release().to_string_lossy().as_ref());
-    assert_eq!(doc["argv"][1], command);
-    let online = schedlab::system::online_cpus().count();
-    assert_eq!(doc["machine"]["cpus"].as_u64(), Some(online as u64));
-    assert_eq!(
-        doc["machine"]["kernel_version"],
-        uts.version().to_string_lossy().as_ref()
-    );
-}
-
+/// What `schedlab COMMAND ARGS` wrote, its conventions checked.
 fn document(command: &str, args: &[&str]) -> Value {
     let started = SystemTime::now();
     let mut all = vec![command];
     all.extend_from_slice(args);
     let doc = common::json_output(&common::schedlab(&all));
-    assert_header(&doc, command, started);
-    let errors = schema_errors(command, &doc);
-    assert!(errors.is_empty(), "{command}: {}", errors.join("\n"));
-    let unitless = unitless_numbers(&doc);
-    assert!(
-        unitless.is_empty(),
-        "{command}: numbers whose name says no unit: {}",
-        unitless.join(", ")
-    );
+    common::documents::assert_conventions(command, &doc, started);
     doc
-}
-
-/// Name endings that say a number's unit: times, rates, sizes, frequencies, CPUs (CPU
-/// seconds per second), and fractions (0..1; `_error` is a fraction of CPU time in every
-/// document), or a time per thing (`tracer_ns_per_event`, `us_per_op`).
-const UNIT_SUFFIXES: &[&str] = &[
-    "_ns",
-    "_us",
-    "_ms",
-    "_s",
-    "_per_s",
-    "_bytes",
-    "_hz",
-    "_cpus",
-    "_share",
-    "_fraction",
-    "_ratio",
-    "_error",
-];
-
-/// Numbers with no unit because they are counts, identifiers or ratios; each is checked
-/// by name wherever it occurs.
-const UNITLESS: &[&str] = &[
-    // Counts.
-    "count",
-    "cpus",
-    "jobs",
-    "samples",
-    "rounds",
-    "partial_runs",
-    "foreign_load_runs",
-    "progress_total",
-    "latency_dropped",
-    "events",
-    "lost",
-    "undecodable",
-    "switches_in",
-    "wakeups",
-    "wakeups_unseen",
-    "preempted",
-    "blocked",
-    "migrations",
-    "procfs_switches",
-    "procfs_voluntary",
-    "waking_cross_cpu_only",
-    "idle_switches_filled",
-    "idle_switches_inferred",
-    "loops",
-    "overruns",
-    "slices",
-    "tasks",
-    "writable",
-    "read_only",
-    // Identifiers and levels: which CPU, task, round; a nice value, an RT priority; the
-    // document's own version.
-    "cpu",
-    "last_cpu",
-    "worst_cpu",
-    "pid",
-    "tid",
-    "nice",
-    "rt_priority",
-    "priority",
-    "outlier_rounds",
-    "schema_version",
-    // Ratios: B/A, trace/procfs, cross-CPU/same-CPU switch cost.
-    "ratios",
-    "ratio_median",
-    "switches_vs_procfs",
-    "ratio_to_same_cpu",
-    // A fraction of a CPU (the singular of `_share`).
-    "share",
-    // A sweep row's knob value: in the knob's own unit, which its name says
-    // (sys.rt_runtime_us).
-    "value",
-];
-
-/// Every number in `doc` (by path) whose name carries no unit and is not a known count,
-/// identifier or ratio. A number beside a `unit` string (a headline's or finding's
-/// `value`) is in that unit, and so are the `a` and `b` sides of a compared metric.
-fn unitless_numbers(doc: &Value) -> Vec<String> {
-    fn named_with_unit(name: &str) -> bool {
-        UNIT_SUFFIXES.iter().any(|s| name.ends_with(s))
-            || ["_ns_per_", "_us_per_"].iter().any(|s| name.contains(s))
-            || name.starts_with("us_per_")
-            || UNITLESS.contains(&name)
-    }
-    fn walk(v: &Value, name: &str, path: &str, has_unit: bool, out: &mut Vec<String>) {
-        match v {
-            Value::Number(_) if !has_unit && !named_with_unit(name) => out.push(path.into()),
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    walk(item, name, &format!("{path}[{i}]"), has_unit, out);
-                }
-            }
-            Value::Object(map) => {
-                let unit = has_unit || map.get("unit").is_some_and(Value::is_string);
-                for (k, item) in map {
-                    // The unit covers its own object's numbers (and lists of them) and
-                    // the compared sides; a nested object (a finding's details) names its
-                    // own.
-                    let plain = match item {
-                        Value::Array(a) => a.iter().all(Value::is_number),
-                        other => other.is_number(),
-                    };
-                    let inherits = unit && (plain || k == "a" || k == "b");
-                    walk(item, k, &format!("{path}.{k}"), inherits, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(doc, "", "", false, &mut out);
-    out
 }
 
 #[test]
@@ -337,7 +171,7 @@ fn the_unit_audit_flags_unitless_numbers_and_passes_counts_and_units() {
         "findings": [{ "unit": "us", "value": 3.0, "details": { "total": 0.1 } }],
     });
     assert_eq!(
-        unitless_numbers(&doc),
+        common::documents::unitless_numbers(&doc),
         [
             ".findings[0].details.total",
             ".metrics.cpu[0].busy",
@@ -457,5 +291,97 @@ fn every_json_document_has_the_header_and_validates_against_its_schema() {
             "-",
         ],
     );
-    document("check", &["--quick", "--json", "-"]);
+    // check's document: in tests/check.rs, which runs `check --quick --json` anyway.
+}
+
+#[test]
+fn the_schema_check_rejects_what_each_keyword_forbids_and_every_schema_uses_only_those() {
+    use common::documents::validate;
+    use serde_json::json;
+    let schema = json!({
+        "type": "object",
+        "required": ["n", "name"],
+        "additionalProperties": false,
+        "properties": {
+            "n": { "type": "integer", "minimum": 0 },
+            "name": { "type": "string", "minLength": 1, "pattern": "^[a-z]*$" },
+            "kind": { "enum": ["a", "b"] },
+            "version": { "const": 3 },
+            "list": { "type": "array", "minItems": 1, "maxItems": 2, "items": { "type": "number" } },
+            "either": { "type": ["string", "null"] },
+        }
+    });
+    let good =
+        json!({ "n": 1.0, "name": "ok", "kind": "a", "version": 3, "list": [1.5], "either": null });
+    assert_eq!(validate(&schema, &good), Vec::<String>::new());
+    for (bad, says) in [
+        (json!({ "name": "ok" }), ": n is required"),
+        (
+            json!({ "n": 1, "name": "ok", "extra": 1 }),
+            "/extra: nothing is allowed here",
+        ),
+        (
+            json!({ "n": 1.5, "name": "ok" }),
+            "/n: 1.5 is not of type \"integer\"",
+        ),
+        (
+            json!({ "n": -1, "name": "ok" }),
+            "/n: -1 is less than the minimum 0",
+        ),
+        (
+            json!({ "n": 1, "name": "" }),
+            "/name: \"\" is shorter than 1",
+        ),
+        (
+            json!({ "n": 1, "name": "A" }),
+            "/name: \"A\" does not match ^[a-z]*$",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "kind": "c" }),
+            "/kind: \"c\" is not one of",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "version": 2 }),
+            "/version: 2 is not 3",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "list": [] }),
+            "/list: 0 items, fewer than minItems",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "list": [1, 2, 3] }),
+            "/list: 3 items, more than maxItems",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "list": ["x"] }),
+            "/list/0: \"x\" is not of type",
+        ),
+        (
+            json!({ "n": 1, "name": "ok", "either": 1 }),
+            "/either: 1 is not of type",
+        ),
+    ] {
+        let errors = validate(&schema, &bad);
+        assert!(
+            errors.len() == 1 && errors[0].starts_with(says),
+            "{bad}: {errors:?}, expected {says}"
+        );
+    }
+    let unknown = validate(&json!({ "oneOf": [] }), &json!(1));
+    assert_eq!(unknown, [": unsupported schema keyword oneOf"]);
+    // Every shipped schema is one the check understands (an empty object breaks its
+    // required fields, never its keywords).
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/schema"))
+        .expect("schema dir")
+    {
+        let path = entry.expect("entry").path();
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+        let errors = validate(&schema, &json!({}));
+        assert!(
+            !errors.is_empty() && errors.iter().all(|e| e.ends_with(" is required")),
+            "{}: {errors:?}",
+            path.display()
+        );
+    }
 }

@@ -12,6 +12,8 @@ pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+pub mod documents;
+
 /// The unit tests' helpers, the same file: one definition of the machine-wide lock and
 /// of when a test may skip.
 #[path = "../../src/testing.rs"]
