@@ -954,13 +954,20 @@ fn every_prefix_and_suffix_reads_what_is_left_of_its_lines() {
         for cut in 0..=full.len() {
             for (start, end) in [(0, cut), (cut, full.len())] {
                 let buf = &fixture[start..end];
-                let what = format!("{:?}", &full[start..end]);
+                // Described only when an assertion fails: formatting every window costs more than
+                // parsing it.
+                let what = || format!("{:?}", &full[start..end]);
                 let want = want_window(full, start, end, &sched);
-                assert!(sched_matches(&parse_sched(buf), &want), "{what}: {want:?}");
+                assert!(
+                    sched_matches(&parse_sched(buf), &want),
+                    "{}: {want:?}",
+                    what()
+                );
                 let want = want_window(full, start, end, &status);
                 assert!(
                     status_matches(&parse_status(buf), &want),
-                    "{what}: {want:?}"
+                    "{}: {want:?}",
+                    what()
                 );
                 check_proc_stat_window(full, start, end);
                 check_against_std(buf);
@@ -969,13 +976,13 @@ fn every_prefix_and_suffix_reads_what_is_left_of_its_lines() {
                     let line_end = full.find('\n').unwrap_or(full.len());
                     (start <= comm.len() && end >= line_end).then(|| (&comm[start..], pid, threads))
                 });
-                assert_eq!(parse_sched_header(buf), want_header, "{what}");
+                assert_eq!(parse_sched_header(buf), want_header, "{}", what());
                 let want_pressure = if fixture == PRESSURE {
                     want_pressure(full, start, end)
                 } else {
                     None
                 };
-                assert_eq!(parse_pressure(buf), want_pressure, "{what}");
+                assert_eq!(parse_pressure(buf), want_pressure, "{}", what());
             }
         }
     }
@@ -990,13 +997,18 @@ fn a_damaged_byte_spoils_at_most_its_own_line() {
         let at = (xorshift(&mut state) as usize) % fixture.len();
         let mut buf = fixture.to_vec();
         buf[at] = xorshift(&mut state) as u8;
-        let what = format!("{at}: {:?}", String::from_utf8_lossy(&buf));
+        let what = || format!("{at}: {:?}", String::from_utf8_lossy(&buf));
         let want = want_mutated(full, at, &sched_fields(&parse_sched(fixture)));
-        assert!(sched_matches(&parse_sched(&buf), &want), "{what}: {want:?}");
+        assert!(
+            sched_matches(&parse_sched(&buf), &want),
+            "{}: {want:?}",
+            what()
+        );
         let want = want_mutated(full, at, &status_fields(&parse_status(fixture)));
         assert!(
             status_matches(&parse_status(&buf), &want),
-            "{what}: {want:?}"
+            "{}: {want:?}",
+            what()
         );
         check_against_std(&buf);
         // A cpu line keeps its values unless it or a cpu line after it (a damaged "cpu1"
@@ -1015,10 +1027,10 @@ fn a_damaged_byte_spoils_at_most_its_own_line() {
             if touched.contains(&i) || last_hit_cpu.is_some_and(|h| h > i) {
                 continue;
             }
-            assert!(found, "{what}");
+            assert!(found, "{}", what());
             match slot {
-                None => assert_eq!(total, full_total, "{what}"),
-                Some(c) => assert_eq!(cpus.get(c), Some(&full_cpus[c]), "{what}"),
+                None => assert_eq!(total, full_total, "{}", what()),
+                Some(c) => assert_eq!(cpus.get(c), Some(&full_cpus[c]), "{}", what()),
             }
         }
     }
