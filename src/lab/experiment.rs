@@ -332,7 +332,7 @@ impl Experiment {
             };
             self.started.warnings.push(format!(
                 "{what} not followed: an experiment has at most {} tasks",
-                crate::preset::MAX_COUNT
+                crate::workload::MAX_COUNT
             ));
         }
         if joined.is_empty() {

@@ -12,10 +12,11 @@ use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
-use crate::preset::{adhoc, Preset, MAX_COUNT};
+use crate::preset::{adhoc, Preset};
 use crate::workload::attach::ForeignTask;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::spec::{Program, TaskSpec};
+use crate::workload::MAX_COUNT;
 use crate::workload::{RunningTask, Workload};
 
 /// Where a setting goes.

@@ -24,7 +24,6 @@ pub mod setting;
 mod validate;
 
 pub use load::{list, list_in, load, load_in, user_dir, BUILTIN, DEFAULT_PRESET};
-pub use setting::MAX_COUNT;
 
 use setting::{NiceLadder, Setting};
 

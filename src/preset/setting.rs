@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use crate::error::Invalid;
 
-/// The most instances one task group may have.
-pub const MAX_COUNT: usize = 256;
+pub(crate) use crate::workload::MAX_COUNT;
 
 /// One `TARGET.KNOB=VALUE`. `sys.feature.WA_IDLE=off` has target `sys`, knob `feature.WA_IDLE`.
 #[derive(Clone, Debug, PartialEq, Eq)]

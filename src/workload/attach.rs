@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::Regex;
 
+use super::MAX_COUNT;
 use crate::error::Invalid;
-use crate::preset::MAX_COUNT;
 
 /// One thread of an attached process.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,3 +12,8 @@ pub mod spec;
 pub mod workers;
 
 pub use spawn::{CannotRun, RunningTask, Workload};
+
+/// The most instances one task group may have, and the most tasks an experiment follows.
+/// It lives here, not with the presets that check it, because attaching caps the tasks by
+/// it too and presets build on workload.
+pub const MAX_COUNT: usize = 256;
