@@ -4,6 +4,8 @@
 
 mod export;
 mod fairness;
+mod geometry;
+pub use geometry::{Geometry, Hit};
 pub mod keys;
 mod modal;
 mod picker;
@@ -36,8 +38,8 @@ pub use view::{Branch, Column, Sort};
 #[derive(Clone, Debug)]
 pub enum Action {
     Key(KeyEvent),
-    /// A mouse event at a screen cell; the App finds what is there through the same
-    /// layout the screen is drawn with ([`crate::ui::hit`]).
+    /// A mouse event at a screen cell; the App finds what is there in the
+    /// [`Geometry`] of the frame last drawn.
     Mouse(MouseEvent),
     Batch(Box<Batch>),
     Started(Box<Started>),
@@ -172,6 +174,8 @@ pub struct UiState {
     /// Every status message so far (the latest [`LOG_KEEP`]).
     pub log: VecDeque<LogEntry>,
     pub size: (u16, u16),
+    /// Where the last frame put things: the TUI loop stores what drawing it measured.
+    pub geometry: Geometry,
 }
 
 /// A status message as the log keeps it.
@@ -268,6 +272,7 @@ impl App {
                 status_is_error: false,
                 log: VecDeque::new(),
                 size: (80, 24),
+                geometry: Geometry::default(),
             },
             keymap,
             keys_path: KeyMap::config_path().map_or_else(
@@ -608,7 +613,7 @@ impl App {
             Command::Log => {
                 // The latest messages are at the bottom: open there.
                 self.ui.mode = Mode::Log {
-                    scroll: crate::ui::popup::log_max_scroll(self),
+                    scroll: self.ui.geometry.log_max_scroll,
                 };
                 Vec::new()
             }
@@ -688,7 +693,7 @@ impl App {
 
     /// Scroll the note by `lines`, within what it holds at the current size.
     fn scroll_note(&mut self, lines: isize) {
-        let max = crate::ui::note::max_scroll(self);
+        let max = self.ui.geometry.note_max_scroll;
         self.ui.note_scroll = self
             .ui
             .note_scroll

@@ -127,8 +127,8 @@ impl App {
     /// Scroll the help or the log by `lines`, within what it holds at the current size.
     pub(super) fn scroll_popup(&mut self, lines: isize) {
         let max = match self.ui.mode {
-            Mode::Help { .. } => crate::ui::popup::help_max_scroll(self),
-            Mode::Log { .. } => crate::ui::popup::log_max_scroll(self),
+            Mode::Help { .. } => self.ui.geometry.help_max_scroll,
+            Mode::Log { .. } => self.ui.geometry.log_max_scroll,
             _ => return,
         };
         if let Mode::Help { scroll } | Mode::Log { scroll } = &mut self.ui.mode {

@@ -1,12 +1,11 @@
 //! The mouse: a click selects a task or a knob, sorts by a column heading, presses a
 //! key hint of the footer; the wheel moves the selection or scrolls the note, the help
-//! and the log. What is under the pointer comes from [`crate::ui::hit`], the layout the
-//! screen is drawn with.
+//! and the log. What is under the pointer comes from the [`Geometry`](super::Geometry) of
+//! the frame last drawn: what the user saw there.
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 
-use super::{App, Effect, Mode, Panel};
-use crate::ui::Hit;
+use super::{App, Effect, Hit, Mode, Panel};
 
 /// Lines the wheel scrolls the note, the help and the log by.
 const WHEEL_LINES: isize = 3;
@@ -23,7 +22,7 @@ impl App {
         if self.ui.mode == Mode::Filter {
             self.ui.mode = Mode::Normal;
         }
-        let hit = crate::ui::hit(self, m.column, m.row);
+        let hit = self.ui.geometry.hit(m.column, m.row);
         match down {
             None => self.click(hit),
             Some(down) => {

@@ -34,7 +34,16 @@ fn chars(app: &mut App, text: &str) {
     }
 }
 
+/// Draw `app` as the TUI loop does before an event, and keep the frame's geometry.
+fn redraw(app: &mut App) {
+    let (w, h) = app.ui.size;
+    let mut geometry = None;
+    crate::ui::tests::draw(w, h, |f, _| geometry = Some(crate::ui::render(f, app)));
+    app.ui.geometry = geometry.expect("drawn");
+}
+
 fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) -> Vec<Effect> {
+    redraw(app);
     app.update(Action::Mouse(MouseEvent {
         kind,
         column: x,
@@ -861,14 +870,15 @@ fn the_mouse_picks_knobs_and_scrolls_the_note_and_the_log() {
     for _ in 0..100 {
         key(&mut app, KeyCode::PageDown);
     }
-    let max = crate::ui::note::max_scroll(&app);
+    let max = crate::ui::geometry(area, &app).note_max_scroll;
     assert!(max > 0 && app.ui.note_scroll == max, "stops at the end");
     // The log opens on its latest line; the wheel scrolls it, a click closes it.
     for n in 0..80 {
         app.update(Action::Error(format!("error number {n}")));
     }
+    redraw(&mut app);
     key(&mut app, KeyCode::Char('l'));
-    let bottom = crate::ui::popup::log_max_scroll(&app);
+    let bottom = crate::ui::popup::log_max_scroll(area, &app);
     assert!(bottom > 0);
     assert_eq!(app.ui.mode, Mode::Log { scroll: bottom });
     mouse(&mut app, MouseEventKind::ScrollUp, 100, 25);

@@ -158,7 +158,12 @@ async fn event_loop(
     loop {
         if dirty {
             let started = Instant::now();
-            let _ = terminal.draw(|f| crate::ui::render(f, &app));
+            let mut drawn = None;
+            let _ = terminal.draw(|f| drawn = Some(crate::ui::render(f, &app)));
+            // Clicks and scrolls until the next frame answer by what this one shows.
+            if let Some(geometry) = drawn {
+                app.ui.geometry = geometry;
+            }
             pace.drawn(started.elapsed());
             dirty = false;
             trace.drawn();

@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use super::theme;
 use crate::app::keys::Command;
-use crate::app::{App, Mode, Panel};
+use crate::app::{App, Hit, Mode, Panel};
 
 /// Lines the status needs at this width: one, or two for a long message (the log has
 /// all of it).
@@ -209,11 +209,13 @@ pub fn render_keys(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The command of the hint at column `x` of the footer.
-pub fn hit(area: Rect, app: &App, x: u16) -> Option<Command> {
-    let x = x.checked_sub(area.x)?;
+/// The footer's hints that are commands, for clicks.
+pub fn regions(area: Rect, app: &App) -> Vec<(Rect, Hit)> {
     hints(app, area.width)
         .into_iter()
-        .find(|h| x >= h.x && x < h.x + h.width)
-        .and_then(|h| h.command)
+        .filter_map(|h| {
+            let at = Rect::new(area.x.saturating_add(h.x), area.y, h.width, 1);
+            Some((at.intersection(area), Hit::Key(h.command?)))
+        })
+        .collect()
 }

@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::theme;
 use crate::app::keys::Command;
-use crate::app::{App, Panel};
+use crate::app::{App, Hit, Panel};
 
 /// Knob rows the panel shows (its title and the hint line take the rest).
 fn visible(area: Rect) -> usize {
@@ -26,12 +26,17 @@ fn offset(app: &App, area: Rect) -> usize {
     }
 }
 
-/// The knob on screen row `y`, for a click.
-pub fn hit(area: Rect, app: &App, y: u16) -> Option<usize> {
-    let row = y.checked_sub(area.y + 1)? as usize;
-    (row < visible(area))
-        .then(|| offset(app, area) + row)
-        .filter(|&i| i < app.knobs.len())
+/// The knobs' rows in `area`, for clicks.
+pub fn regions(area: Rect, app: &App) -> Vec<(Rect, Hit)> {
+    let first = offset(app, area);
+    (0..visible(area))
+        .map(|row| (row, first + row))
+        .filter(|&(_, i)| i < app.knobs.len())
+        .map(|(row, i)| {
+            let line = Rect::new(area.x, area.y + 1 + row as u16, area.width, 1);
+            (line.intersection(area), Hit::Knob(i))
+        })
+        .collect()
 }
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {

@@ -19,7 +19,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::app::{App, Mode, Panel};
+use crate::app::{App, Geometry, Hit, Mode, Panel};
 
 /// The smallest terminal the workbench draws into.
 pub const MIN_SIZE: (u16, u16) = (80, 24);
@@ -146,59 +146,60 @@ fn split_side(side: Rect, trace: bool, with_note: bool) -> (Side, Option<Rect>) 
     (Side { knobs, note }, Some(preempt))
 }
 
-/// What is on screen at a cell, for the mouse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hit {
-    /// A task's row (the task's index).
-    Task(usize),
-    /// A column heading of the task table.
-    Column(crate::app::Column),
-    /// A system knob's row (its index).
-    Knob(usize),
-    Note,
-    /// A key hint of the footer: its command.
-    Key(crate::app::keys::Command),
-    /// Inside an open popup, or outside it.
-    Popup {
-        inside: bool,
-    },
-    Nothing,
-}
-
-/// What the cell at (x, y) shows, by the layout the screen is drawn with.
-pub fn hit(app: &App, x: u16, y: u16) -> Hit {
-    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+/// Where this frame puts what the mouse can hit, and how far the scrolling panes go: the
+/// App keeps it to answer the next clicks and scrolls by what is on screen.
+pub fn geometry(area: Rect, app: &App) -> Geometry {
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
-        return Hit::Nothing;
+        return Geometry::default();
     }
-    let at = ratatui::layout::Position::new(x, y);
+    // Scroll limits are measured only where a key or the wheel can use them: the log
+    // is long (up to LOG_KEEP messages) and opens from the normal screen.
+    let help_max_scroll = match app.ui.mode {
+        Mode::Help { .. } => popup::help_max_scroll(area, app),
+        _ => 0,
+    };
+    let log_max_scroll = match app.ui.mode {
+        Mode::Normal | Mode::Log { .. } => popup::log_max_scroll(area, app),
+        _ => 0,
+    };
     if !matches!(app.ui.mode, Mode::Normal | Mode::Filter) {
-        let inside = popup::area(area, app).is_some_and(|r| r.contains(at));
-        return Hit::Popup { inside };
+        // A popup takes every click: inside it, or outside (which closes it).
+        let mut regions: Vec<(Rect, Hit)> = popup::area(area, app)
+            .map(|r| (r, Hit::Popup { inside: true }))
+            .into_iter()
+            .collect();
+        regions.push((area, Hit::Popup { inside: false }));
+        return Geometry {
+            regions,
+            note_max_scroll: 0,
+            help_max_scroll,
+            log_max_scroll,
+        };
     }
     let r = layout(area, app);
-    if r.tasks.contains(at) {
-        return tasks::hit(r.tasks, app, x, y).unwrap_or(Hit::Nothing);
-    }
-    if r.footer.contains(at) {
-        return footer::hit(r.footer, app, x).map_or(Hit::Nothing, Hit::Key);
-    }
-    if r.note.is_some_and(|n| n.contains(at)) {
-        return Hit::Note;
+    let mut regions = tasks::regions(r.tasks, app);
+    regions.extend(footer::regions(r.footer, app));
+    if let Some(n) = r.note {
+        regions.push((n, Hit::Note));
     }
     let knobs = match r.side {
         Some(s) => Some(s.knobs),
         None if main_view(app, false) == Main::Knobs => Some(r.graphs),
         None => None,
     };
-    match knobs {
-        Some(k) if k.contains(at) => knobs::hit(k, app, y).map_or(Hit::Nothing, Hit::Knob),
-        _ => Hit::Nothing,
+    if let Some(k) = knobs {
+        regions.extend(knobs::regions(k, app));
+    }
+    Geometry {
+        regions,
+        note_max_scroll: r.note.map_or(0, |n| note::max_scroll_in(app, n)),
+        help_max_scroll,
+        log_max_scroll,
     }
 }
 
-/// Draw everything.
-pub fn render(frame: &mut Frame, app: &App) {
+/// Draw everything; the frame's [`Geometry`] is for the App (the TUI loop hands it over).
+pub fn render(frame: &mut Frame, app: &App) -> Geometry {
     let area = frame.area();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let text = format!(
@@ -213,7 +214,7 @@ pub fn render(frame: &mut Frame, app: &App) {
             Paragraph::new(text).wrap(ratatui::widgets::Wrap { trim: true }),
             area,
         );
-        return;
+        return Geometry::default();
     }
     let r = layout(area, app);
     header::render(frame, r.header, app);
@@ -237,4 +238,5 @@ pub fn render(frame: &mut Frame, app: &App) {
     if !matches!(app.ui.mode, Mode::Normal | Mode::Filter) {
         popup::render(frame, area, app);
     }
+    geometry(area, app)
 }

@@ -57,19 +57,11 @@ fn body(app: &App) -> Paragraph<'static> {
 }
 
 /// Lines the note can scroll in `area` (its title takes a row).
-fn max_scroll_in(app: &App, area: Rect) -> usize {
+pub fn max_scroll_in(app: &App, area: Rect) -> usize {
     let visible = area.height.saturating_sub(1) as usize;
     body(app)
         .line_count(text_area(area).width)
         .saturating_sub(visible)
-}
-
-/// How far the note can scroll where the layout puts it now (0 when it is not shown).
-pub fn max_scroll(app: &App) -> usize {
-    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
-    super::layout(area, app)
-        .note
-        .map_or(0, |n| max_scroll_in(app, n))
 }
 
 /// Columns of text at most: longer lines are hard to follow.

@@ -160,9 +160,8 @@ fn help_fit(area: Rect, app: &App) -> (usize, u16) {
     (body as usize, footer)
 }
 
-/// How far the help can scroll at the current size.
-pub fn help_max_scroll(app: &App) -> usize {
-    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+/// How far the help can scroll on a screen of `area`.
+pub fn help_max_scroll(area: Rect, app: &App) -> usize {
     let (body, _) = help_fit(area, app);
     help_rows(app).len().saturating_sub(body)
 }
@@ -257,9 +256,8 @@ fn log_lines(app: &App) -> Paragraph<'static> {
     Paragraph::new(lines).wrap(Wrap { trim: false })
 }
 
-/// How far the log can scroll at the current size (its end is the latest message).
-pub fn log_max_scroll(app: &App) -> usize {
-    let area = Rect::new(0, 0, app.ui.size.0, app.ui.size.1);
+/// How far the log can scroll on a screen of `area` (its end is the latest message).
+pub fn log_max_scroll(area: Rect, app: &App) -> usize {
     let inner = log_box(area);
     log_lines(app)
         .line_count(inner.width.saturating_sub(2))

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 use ratatui::Frame;
 
 use super::theme;
-use crate::app::{App, Branch, Column, Panel};
+use crate::app::{App, Branch, Column, Hit, Panel};
 use crate::report::{rate, si};
 use crate::sampler::parse::policy_name;
 
@@ -290,26 +290,21 @@ fn title(app: &App, shown: usize, offset: usize, visible: usize, hidden: usize) 
     format!(" {} ", parts.join(" | "))
 }
 
-/// What a click at (x, y) in the table area hits: a column heading or a task's row.
-pub fn hit(area: Rect, app: &App, x: u16, y: u16) -> Option<super::Hit> {
+/// The table's column headings (with the gap after each) and task rows, for clicks.
+pub fn regions(area: Rect, app: &App) -> Vec<(Rect, Hit)> {
     let (_, _, on_screen) = shown(app, area);
-    if y == area.y + 1 {
-        let cells = cells(app, &on_screen);
-        let fit = fit(app, &cells, area.width);
-        let mut left = area.x;
-        for (c, w) in fit.columns {
-            if x >= left && x < left + w + fit.gap {
-                return Some(super::Hit::Column(c));
-            }
-            left += w + fit.gap;
-        }
-        return None;
+    let cells = cells(app, &on_screen);
+    let fit = fit(app, &cells, area.width);
+    let mut out = Vec::new();
+    let mut left = area.x;
+    for (c, w) in fit.columns {
+        let heading = Rect::new(left, area.y + 1, w + fit.gap, 1);
+        out.push((heading.intersection(area), Hit::Column(c)));
+        left += w + fit.gap;
     }
-    let first = area.y + 2;
-    if y < first || y >= area.y + area.height {
-        return None;
+    for (row, &(i, _)) in on_screen.iter().enumerate() {
+        let line = Rect::new(area.x, area.y + 2 + row as u16, area.width, 1);
+        out.push((line.intersection(area), Hit::Task(i)));
     }
-    on_screen
-        .get((y - first) as usize)
-        .map(|&(i, _)| super::Hit::Task(i))
+    out
 }

@@ -4,18 +4,39 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
-use super::Hit;
 use crate::app::tests::running_app;
-use crate::app::{Action, App, Column, Mode, Panel};
+use crate::app::{Action, App, Column, Hit, Mode, Panel};
 
-pub(crate) fn draw(
+/// Draw with `f` on a `width` x `height` test terminal; what `f` returns (the whole
+/// screen's geometry) is dropped.
+pub(crate) fn draw<R>(
     width: u16,
     height: u16,
-    f: impl FnOnce(&mut ratatui::Frame, Rect),
+    f: impl FnOnce(&mut ratatui::Frame, Rect) -> R,
 ) -> TestBackend {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
-    terminal.draw(|frame| f(frame, frame.area())).expect("draw");
+    terminal
+        .draw(|frame| {
+            f(frame, frame.area());
+        })
+        .expect("draw");
     terminal.backend().clone()
+}
+
+/// Draw the whole screen as the TUI loop does: the App keeps the frame's geometry, by
+/// which the next keys scroll.
+fn draw_screen(app: &mut App) -> TestBackend {
+    let (w, h) = app.ui.size;
+    let mut geometry = None;
+    let backend = draw(w, h, |f, _| geometry = Some(super::render(f, app)));
+    app.ui.geometry = geometry.expect("drawn");
+    backend
+}
+
+/// What a click at (x, y) hits on the screen `app` is drawn on.
+fn hit(app: &App, x: u16, y: u16) -> Hit {
+    let (w, h) = app.ui.size;
+    super::geometry(Rect::new(0, 0, w, h), app).hit(x, y)
 }
 
 fn app_with_change() -> App {
@@ -153,7 +174,7 @@ fn popups() {
 fn task_rows_map_to_clicks() {
     let app = app_with_change();
     let r = super::layout(Rect::new(0, 0, 80, 24), &app);
-    let at = |y| super::hit(&app, 3, y);
+    let at = |y| hit(&app, 3, y);
     assert_eq!(at(r.tasks.y + 2), Hit::Task(0));
     assert_eq!(at(r.tasks.y + 3), Hit::Task(1));
     assert_eq!(at(r.tasks.y), Hit::Nothing, "the title row");
@@ -317,8 +338,8 @@ fn task_rows_map_to_clicks_while_tracing() {
         let mut app = app.clone();
         app.ui.size = (w, h);
         let r = super::layout(Rect::new(0, 0, w, h), &app);
-        assert_eq!(super::hit(&app, 3, r.tasks.y + 2), Hit::Task(0));
-        assert_eq!(super::hit(&app, 3, r.tasks.y + 3), Hit::Task(1));
+        assert_eq!(hit(&app, 3, r.tasks.y + 2), Hit::Task(0));
+        assert_eq!(hit(&app, 3, r.tasks.y + 3), Hit::Task(1));
         assert!(r.preempt.is_some());
     }
 }
@@ -462,7 +483,7 @@ fn help_names_every_command_for_keys_toml_scrolls_and_shows_the_whole_path() {
         app.update(Action::Key(crossterm::event::KeyEvent::from(
             crossterm::event::KeyCode::F(1),
         )));
-        let backend = draw(w, h, |f, _| super::render(f, &app));
+        let backend = draw_screen(&mut app);
         insta::assert_snapshot!(format!("help_{w}x{h}"), backend);
         let screen = rows(&backend).join("\n");
         assert!(screen.contains("/home/you/.config/schedlab/keys.toml"));
@@ -487,7 +508,7 @@ fn n_shows_the_whole_note_reflowed_at_any_width_and_it_scrolls() {
         app.update(Action::Key(crossterm::event::KeyEvent::from(
             crossterm::event::KeyCode::Char('n'),
         )));
-        let backend = draw(w, h, |f, _| super::render(f, &app));
+        let backend = draw_screen(&mut app);
         insta::assert_snapshot!(format!("note_{w}x{h}"), backend);
         let screen = rows(&backend).join("\n");
         assert!(screen.contains("What the kernel does"), "{screen}");
