@@ -1,4 +1,4 @@
-//! What the last frame put where: the regions the mouse can hit and how far the scrolling panes go.
+//! What the last frame put where: the regions the mouse can hit, how far the panes scroll.
 //!
 //! The drawing code (`ui`) measures the screen as it draws and hands this over through the TUI
 //! loop, so the App answers a click by what the user saw without depending on the drawing code
