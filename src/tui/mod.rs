@@ -158,12 +158,7 @@ async fn event_loop(
     loop {
         if dirty {
             let started = Instant::now();
-            let mut drawn = None;
-            let _ = terminal.draw(|f| drawn = Some(crate::ui::render(f, &app)));
-            // Clicks and scrolls until the next frame answer by what this one shows.
-            if let Some(geometry) = drawn {
-                app.ui.geometry = geometry;
-            }
+            draw(&mut terminal, &mut app);
             pace.drawn(started.elapsed());
             dirty = false;
             trace.drawn();
@@ -227,6 +222,16 @@ async fn event_loop(
         let _ = handle.join();
     }
     Ok(restored)
+}
+
+/// Draw a frame and hand its geometry to the App: clicks and scrolls until the next
+/// frame answer by what this one shows.
+fn draw(terminal: &mut ratatui::DefaultTerminal, app: &mut App) {
+    let mut drawn = None;
+    let _ = terminal.draw(|f| drawn = Some(crate::ui::render(f, app)));
+    if let Some(geometry) = drawn {
+        app.ui.geometry = geometry;
+    }
 }
 
 /// How often new data is drawn: 10 times a second, less where a frame costs more than

@@ -114,10 +114,10 @@ pub struct Hint {
     pub command: Option<Command>,
 }
 
-/// The hints that fit in `width`: quit and help first, then the others by usefulness;
-/// shown in the list's order.
-pub fn hints(app: &App, width: u16) -> Vec<Hint> {
-    let all: Vec<(String, String, Option<Command>)> = match &app.ui.mode {
+/// Every hint of the current mode as (key, what it does, the command a click runs), in
+/// the order shown; [`hints`] keeps those that fit.
+fn entries(app: &App) -> Vec<(String, String, Option<Command>)> {
+    match &app.ui.mode {
         Mode::Normal => commands(app)
             .into_iter()
             .filter_map(|(what, c)| {
@@ -161,7 +161,13 @@ pub fn hints(app: &App, width: u16) -> Vec<Hint> {
             ("enter".into(), "apply".into(), None),
             ("esc".into(), "cancel".into(), None),
         ],
-    };
+    }
+}
+
+/// The hints that fit in `width`: quit and help first, then the others by usefulness;
+/// shown in the list's order.
+pub fn hints(app: &App, width: u16) -> Vec<Hint> {
+    let all = entries(app);
     let len = |(k, w, _): &(String, String, Option<Command>)| {
         (k.chars().count() + w.chars().count() + 3) as u16
     };

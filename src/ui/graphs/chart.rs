@@ -161,28 +161,7 @@ pub(super) struct Spec {
 }
 
 pub(super) fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
-    let (from, to) = window(app);
-    let title = Span::styled(format!(" {} ", spec.title), theme::title(app));
-    let mut block = Block::default().borders(Borders::TOP).title(title.clone());
-    let names: Vec<&str> = spec.series.iter().map(|s| s.name.as_str()).collect();
-    let entries = legend_entries(app, &names);
-    let mut legend_rows: Vec<Line> = Vec::new();
-    if spec.legend == Legend::Own && !entries.is_empty() {
-        // In the title line when both fit with a rule between, else rows of their own.
-        if title.width() + entries_width(&entries) + 4 <= area.width as usize {
-            let mut spans = vec![Span::raw(" ")];
-            for (k, e) in entries.into_iter().enumerate() {
-                if k > 0 {
-                    spans.push(Span::raw("  "));
-                }
-                spans.extend(e);
-            }
-            spans.push(Span::raw(" "));
-            block = block.title_top(Line::from(spans).right_aligned());
-        } else {
-            legend_rows = wrap_entries(entries, area.width as usize);
-        }
-    }
+    let (block, legend_rows) = titled(app, area, &spec);
     let mut inner = block.inner(area);
     frame.render_widget(block, area);
     let fits = spec
@@ -199,12 +178,44 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
         inner = rest;
     }
     let legend_h = (legend_rows.len() as u16).min(inner.height.saturating_sub(3));
-    let [legend_area, plot] =
+    let [legend_area, plot_area] =
         Layout::vertical([Constraint::Length(legend_h), Constraint::Min(0)]).areas(inner);
     if legend_h > 0 {
         frame.render_widget(Paragraph::new(legend_rows), legend_area);
     }
-    let plot_rows = plot.height.saturating_sub(2);
+    plot(frame, plot_area, app, &spec);
+}
+
+/// The chart's frame and title, with its own legend in the title line when both fit
+/// with a rule between; else the legend's rows, for under the title.
+fn titled(app: &App, area: Rect, spec: &Spec) -> (Block<'static>, Vec<Line<'static>>) {
+    let title = Span::styled(format!(" {} ", spec.title), theme::title(app));
+    let mut block = Block::default().borders(Borders::TOP).title(title.clone());
+    let names: Vec<&str> = spec.series.iter().map(|s| s.name.as_str()).collect();
+    let entries = legend_entries(app, &names);
+    if spec.legend != Legend::Own || entries.is_empty() {
+        return (block, Vec::new());
+    }
+    if title.width() + entries_width(&entries) + 4 > area.width as usize {
+        return (block, wrap_entries(entries, area.width as usize));
+    }
+    let mut spans = vec![Span::raw(" ")];
+    for (k, e) in entries.into_iter().enumerate() {
+        if k > 0 {
+            spans.push(Span::raw("  "));
+        }
+        spans.extend(e);
+    }
+    spans.push(Span::raw(" "));
+    block = block.title_top(Line::from(spans).right_aligned());
+    (block, Vec::new())
+}
+
+/// The plot: the window on the time axis, round ticks on the value axis, and the knob
+/// changes drawn first so the data goes over them.
+fn plot(frame: &mut Frame, area: Rect, app: &App, spec: &Spec) {
+    let (from, to) = window(app);
+    let plot_rows = area.height.saturating_sub(2);
     let n = ticks(plot_rows);
     let (top, fmt): (f64, fn(f64) -> String) = match spec.scale {
         Scale::Percent => (100.0, percent),
@@ -228,7 +239,6 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
         }
     };
     let x_labels = [secs(from), secs((from + to) / 2.0), secs(to)];
-    // Marks first: the data is drawn over them.
     let marks = mark_lines(app, from, top);
     let mut datasets: Vec<Dataset> = marks
         .iter()
@@ -261,7 +271,7 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &App, spec: Spec) {
                 .style(theme::dim(app)),
         )
         .legend_position(None);
-    frame.render_widget(chart, plot);
+    frame.render_widget(chart, area);
 }
 
 /// The line naming the knob changes visible in the window (and the graphs a short
