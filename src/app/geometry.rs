@@ -7,7 +7,7 @@
 use ratatui::layout::{Position, Rect};
 
 use super::keys::Command;
-use super::Column;
+use super::{App, Column, Mode};
 
 /// What is on screen at a cell, for the mouse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +36,9 @@ pub struct Geometry {
     pub regions: Vec<(Rect, Hit)>,
     /// Lines the note can scroll where it is shown (0 when it is not).
     pub note_max_scroll: usize,
+    /// Lines the help can scroll (0 when it is not open).
     pub help_max_scroll: usize,
-    /// The log's latest line at the top of its last page: where the log opens.
+    /// Lines the log can scroll (0 when it is not open): its last page shows the latest.
     pub log_max_scroll: usize,
 }
 
@@ -49,6 +50,18 @@ impl Geometry {
             .iter()
             .find(|(r, _)| r.contains(at))
             .map_or(Hit::Nothing, |&(_, hit)| hit)
+    }
+}
+
+impl App {
+    /// Keep the geometry of the frame just drawn: the TUI loop calls this after each draw.
+    pub fn drawn(&mut self, geometry: Geometry) {
+        // The log opens past its end (measuring it takes a frame): pin it to the last
+        // page now, so that messages logged while it is open do not move it.
+        if let Mode::Log { scroll } = &mut self.ui.mode {
+            *scroll = (*scroll).min(geometry.log_max_scroll);
+        }
+        self.ui.geometry = geometry;
     }
 }
 
@@ -69,5 +82,19 @@ mod tests {
         assert_eq!(g.hit(30, 5), Hit::Popup { inside: false });
         assert_eq!(g.hit(80, 5), Hit::Nothing, "off screen");
         assert_eq!(Geometry::default().hit(0, 0), Hit::Nothing);
+    }
+
+    #[test]
+    fn the_log_opens_at_its_end_and_stays_put_as_messages_come() {
+        let mut app = crate::app::tests::running_app();
+        app.ui.mode = Mode::Log { scroll: usize::MAX };
+        let measured = |log_max_scroll| Geometry {
+            log_max_scroll,
+            ..Geometry::default()
+        };
+        app.drawn(measured(7));
+        assert_eq!(app.ui.mode, Mode::Log { scroll: 7 });
+        app.drawn(measured(9));
+        assert_eq!(app.ui.mode, Mode::Log { scroll: 7 }, "not moved by news");
     }
 }

@@ -174,7 +174,7 @@ pub struct UiState {
     /// Every status message so far (the latest [`LOG_KEEP`]).
     pub log: VecDeque<LogEntry>,
     pub size: (u16, u16),
-    /// Where the last frame put things: the TUI loop stores what drawing it measured.
+    /// Where the last frame put things, as drawing measured it ([`App::drawn`]).
     pub geometry: Geometry,
 }
 
@@ -611,10 +611,9 @@ impl App {
                 Vec::new()
             }
             Command::Log => {
-                // The latest messages are at the bottom: open there.
-                self.ui.mode = Mode::Log {
-                    scroll: self.ui.geometry.log_max_scroll,
-                };
+                // The latest messages are at the bottom: open there (the first frame
+                // drawn measures where that is, see App::drawn).
+                self.ui.mode = Mode::Log { scroll: usize::MAX };
                 Vec::new()
             }
             Command::Sort => {

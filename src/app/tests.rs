@@ -39,7 +39,7 @@ fn redraw(app: &mut App) {
     let (w, h) = app.ui.size;
     let mut geometry = None;
     crate::ui::tests::draw(w, h, |f, _| geometry = Some(crate::ui::render(f, app)));
-    app.ui.geometry = geometry.expect("drawn");
+    app.drawn(geometry.expect("drawn"));
 }
 
 fn mouse(app: &mut App, kind: MouseEventKind, x: u16, y: u16) -> Vec<Effect> {
@@ -876,8 +876,8 @@ fn the_mouse_picks_knobs_and_scrolls_the_note_and_the_log() {
     for n in 0..80 {
         app.update(Action::Error(format!("error number {n}")));
     }
-    redraw(&mut app);
     key(&mut app, KeyCode::Char('l'));
+    redraw(&mut app);
     let bottom = crate::ui::popup::log_max_scroll(area, &app);
     assert!(bottom > 0);
     assert_eq!(app.ui.mode, Mode::Log { scroll: bottom });

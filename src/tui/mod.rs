@@ -230,7 +230,7 @@ fn draw(terminal: &mut ratatui::DefaultTerminal, app: &mut App) {
     let mut drawn = None;
     let _ = terminal.draw(|f| drawn = Some(crate::ui::render(f, app)));
     if let Some(geometry) = drawn {
-        app.ui.geometry = geometry;
+        app.drawn(geometry);
     }
 }
 

@@ -152,14 +152,14 @@ pub fn geometry(area: Rect, app: &App) -> Geometry {
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         return Geometry::default();
     }
-    // Scroll limits are measured only where a key or the wheel can use them: the log
-    // is long (up to LOG_KEEP messages) and opens from the normal screen.
+    // Scroll limits are measured only while their popup is open: wrapping the log (up
+    // to LOG_KEEP messages) on every frame would cost more than drawing the screen.
     let help_max_scroll = match app.ui.mode {
         Mode::Help { .. } => popup::help_max_scroll(area, app),
         _ => 0,
     };
     let log_max_scroll = match app.ui.mode {
-        Mode::Normal | Mode::Log { .. } => popup::log_max_scroll(area, app),
+        Mode::Log { .. } => popup::log_max_scroll(area, app),
         _ => 0,
     };
     if !matches!(app.ui.mode, Mode::Normal | Mode::Filter) {

@@ -29,7 +29,7 @@ fn draw_screen(app: &mut App) -> TestBackend {
     let (w, h) = app.ui.size;
     let mut geometry = None;
     let backend = draw(w, h, |f, _| geometry = Some(super::render(f, app)));
-    app.ui.geometry = geometry.expect("drawn");
+    app.drawn(geometry.expect("drawn"));
     backend
 }
 
