@@ -8,9 +8,9 @@ use super::{
     ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
 };
-use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
-use crate::knob::task::Policy;
+use crate::ideal::fairness_error;
 use crate::lab::experiment::{Finished, KnobEvent};
+use crate::lab::live::Live;
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::sampler::parse::policy_name;
@@ -28,10 +28,10 @@ pub struct Asked<'a> {
     pub interrupted: bool,
 }
 
-/// The report of a finished experiment.
-pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
+/// The report of a finished experiment, from its live model.
+pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
     let preset = &f.session.preset;
-    let store = &f.store;
+    let store = &live.store;
     let workload = &f.session.workload;
     let mut tasks: Vec<TaskReport> = workload
         .tasks
@@ -40,7 +40,8 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         .map(|(id, t)| task_report(store, id, t, workload))
         .collect();
     let fairness = (preset.headline == HeadlineKind::Fairness)
-        .then(|| fill_ideal_shares(preset, &mut tasks, &f.session.online));
+        .then(|| fill_ideal_shares(live, &mut tasks))
+        .flatten();
     let (throughput, unit) = throughput(preset, &tasks, workload);
     let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
     let latency = store.latency_total.as_ref().and_then(|h| {
@@ -104,7 +105,7 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         series: series(store, workload),
     };
     flag_foreign_load(&mut report, store, workload);
-    super::trace::add_trace(&mut report, f);
+    super::trace::add_trace(&mut report, f, store);
     report
 }
 
@@ -201,40 +202,22 @@ fn throughput(preset: &Preset, tasks: &[TaskReport], workload: &Workload) -> (f6
     (total, unit)
 }
 
-/// Weight a task had at the end of the run, for the ideal share.
-fn weight(t: &TaskReport) -> f64 {
-    match t.policy.parse::<Policy>() {
-        Ok(Policy::Idle) => IDLE_WEIGHT as f64,
-        _ => weight_of_nice(t.nice) as f64,
-    }
-}
-
-/// The metric group's ideal shares (its weights water-filled over the CPUs its tasks
-/// may use) into the tasks; returns the fairness error of the measured shares.
-fn fill_ideal_shares(
-    preset: &Preset,
-    tasks: &mut [TaskReport],
-    online: &crate::cpuset::CpuSet,
-) -> f64 {
-    let ids: Vec<usize> = (0..tasks.len())
-        .filter(|&i| tasks[i].group == preset.metric_task)
-        .collect();
-    let cpus = ids
-        .iter()
-        .filter_map(|&i| tasks[i].cpus.parse::<crate::cpuset::CpuSet>().ok())
-        .fold(crate::cpuset::CpuSet::new(), |a, b| a.union(&b));
-    let ncpus = if cpus.is_empty() {
-        online.count()
-    } else {
-        cpus.count()
-    };
-    let weights: Vec<f64> = ids.iter().map(|&i| weight(&tasks[i])).collect();
-    let ideal = water_fill(&weights, ncpus);
+/// The metric group's ideal shares (the live model's, from the tasks' last samples)
+/// into the tasks; returns the fairness error of the whole run's measured shares, or
+/// None when a member never had a sample.
+fn fill_ideal_shares(live: &Live, tasks: &mut [TaskReport]) -> Option<f64> {
+    let ids = live.group_ids();
+    let ideal = live.group_ideal_shares()?;
     for (&i, &share) in ids.iter().zip(&ideal) {
-        tasks[i].ideal_share = Some(share);
+        if let Some(t) = tasks.get_mut(i) {
+            t.ideal_share = Some(share);
+        }
     }
-    let measured: Vec<f64> = ids.iter().map(|&i| tasks[i].cpu_share).collect();
-    fairness_error(&measured, &ideal)
+    let measured: Vec<f64> = ids
+        .iter()
+        .map(|&i| tasks.get(i).map_or(0.0, |t| t.cpu_share))
+        .collect();
+    Some(fairness_error(&measured, &ideal))
 }
 
 /// The preset's one number, in words.
