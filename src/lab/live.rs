@@ -31,6 +31,25 @@ struct HeadlineOf {
     online: usize,
 }
 
+/// The whole run's headline figures, as the run's report states them: what the
+/// workbench's model of a recording gives to the last digit too.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Seconds the summaries cover (after the warm-up).
+    pub summary_s: f64,
+    /// Per task: CPU share over the summary window.
+    pub cpu_share: Vec<f64>,
+    /// Per task: progress per second over the summary window.
+    pub progress_per_s: Vec<f64>,
+    /// The metric group's progress per second.
+    pub throughput_per_s: f64,
+    /// Fairness presets: each task's ideal share (None outside the metric group).
+    pub ideal_share: Vec<Option<f64>>,
+    /// Fairness presets: the fraction of CPU time that went to the wrong task over the
+    /// summary window (None when a member never had a sample).
+    pub fairness_error: Option<f64>,
+}
+
 /// The live data of one experiment.
 #[derive(Clone, Debug)]
 pub struct Live {
@@ -176,6 +195,39 @@ impl Live {
         self.ideal = by_task;
         let error = fairness_error(&measured, &ideal);
         push_bounded(&mut self.fairness, (now_s, error), self.retention);
+    }
+
+    /// The whole run's headline figures (see [`Summary`]).
+    pub fn summary(&self) -> Summary {
+        let summary_s = self.store.summary_s();
+        let n = self.tasks.len();
+        let cpu_share: Vec<f64> = (0..n)
+            .map(|i| self.store.summary(i).map_or(0.0, |r| r.cpu_share))
+            .collect();
+        let progress_per_s: Vec<f64> = (0..n)
+            .map(|i| self.store.progress_per_s(i, summary_s))
+            .collect();
+        let ids = self.group_ids();
+        let throughput_per_s = ids.iter().map(|&i| progress_per_s[i]).sum();
+        let mut ideal_share = vec![None; n];
+        let mut fairness = None;
+        if self.headline.fairness {
+            if let Some(ideal) = self.group_ideal_shares() {
+                for (&i, &share) in ids.iter().zip(&ideal) {
+                    ideal_share[i] = Some(share);
+                }
+                let measured: Vec<f64> = ids.iter().map(|&i| cpu_share[i]).collect();
+                fairness = Some(fairness_error(&measured, &ideal));
+            }
+        }
+        Summary {
+            summary_s,
+            cpu_share,
+            progress_per_s,
+            throughput_per_s,
+            ideal_share,
+            fairness_error: fairness,
+        }
     }
 
     /// The metric group's tasks, by index.

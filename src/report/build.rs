@@ -8,7 +8,6 @@ use super::{
     ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
 };
-use crate::ideal::fairness_error;
 use crate::lab::experiment::{Finished, KnobEvent};
 use crate::lab::live::Live;
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
@@ -39,10 +38,14 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
         .enumerate()
         .map(|(id, t)| task_report(store, id, t, workload))
         .collect();
-    let fairness = (preset.headline == HeadlineKind::Fairness)
-        .then(|| fill_ideal_shares(live, &mut tasks))
-        .flatten();
-    let (throughput, unit) = throughput(preset, &tasks, workload);
+    // The headline figures are the live model's: the workbench's, to the last digit.
+    let summary = live.summary();
+    for (t, ideal) in tasks.iter_mut().zip(&summary.ideal_share) {
+        t.ideal_share = *ideal;
+    }
+    let fairness = summary.fairness_error;
+    let throughput = summary.throughput_per_s;
+    let unit = progress_unit(preset, workload);
     let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
     let latency = store.latency_total.as_ref().and_then(|h| {
         Some(super::LatencyReport {
@@ -186,38 +189,14 @@ fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload
     }
 }
 
-/// The metric group's progress per second and its unit.
-fn throughput(preset: &Preset, tasks: &[TaskReport], workload: &Workload) -> (f64, String) {
-    let unit = workload
+/// The unit of the metric group's progress.
+fn progress_unit(preset: &Preset, workload: &Workload) -> String {
+    workload
         .tasks
         .iter()
         .find(|t| t.group == preset.metric_task)
         .map_or("", |t| t.progress_unit)
-        .to_string();
-    let total = tasks
-        .iter()
-        .filter(|t| t.group == preset.metric_task)
-        .map(|t| t.progress_per_s)
-        .sum();
-    (total, unit)
-}
-
-/// The metric group's ideal shares (the live model's, from the tasks' last samples)
-/// into the tasks; returns the fairness error of the whole run's measured shares, or
-/// None when a member never had a sample.
-fn fill_ideal_shares(live: &Live, tasks: &mut [TaskReport]) -> Option<f64> {
-    let ids = live.group_ids();
-    let ideal = live.group_ideal_shares()?;
-    for (&i, &share) in ids.iter().zip(&ideal) {
-        if let Some(t) = tasks.get_mut(i) {
-            t.ideal_share = Some(share);
-        }
-    }
-    let measured: Vec<f64> = ids
-        .iter()
-        .map(|&i| tasks.get(i).map_or(0.0, |t| t.cpu_share))
-        .collect();
-    Some(fairness_error(&measured, &ideal))
+        .to_string()
 }
 
 /// The preset's one number, in words.
