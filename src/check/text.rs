@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::model::{CheckReport, Finding, OTHER_LOAD_NOTE};
-use super::verdict::Verdict;
+use super::findings::OTHER_LOAD_NOTE;
+use crate::report::check::{CheckReport, Finding, Verdict};
 
 /// The progress bar on stderr (a terminal only; see `report::progress`).
 pub(super) struct Progress {
@@ -163,8 +163,8 @@ fn summary(r: &CheckReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{sample, IDS};
     use super::*;
+    use crate::report::check::{sample, IDS};
 
     #[test]
     fn text_has_one_aligned_line_per_finding_verdict_first() {

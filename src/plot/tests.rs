@@ -6,8 +6,8 @@ use super::run::{EVENT_OK, EVENT_REFUSED};
 use super::style::{color, label_rows, legend, si_tick, trim_number, Mark, Marker, TAB10};
 use super::sweep::sweep_axis;
 use super::*;
-use crate::headless::compare::{outliers, ratios, stats, MetricStats};
-use crate::headless::sweep::SweepRow;
+use crate::report::compare::{outliers, ratios, stats, MetricStats};
+use crate::report::sweep::SweepRow;
 use crate::report::{EventReport, Headline, Metrics, RunSeries, SeriesPoint, TaskReport};
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
