@@ -1,5 +1,4 @@
-//! Reports for the plot tests and the reference figures: a run, a sweep and a comparison
-//! with known numbers.
+//! A run, a sweep and a comparison with known numbers, for the plot tests and reference figures.
 
 use crate::report::compare::{outliers, ratios, stats, CompareReport, MetricStats};
 use crate::report::sweep::{SweepReport, SweepRow};

@@ -1,5 +1,4 @@
-//! What `schedlab compare` reports: each metric's statistics on both sides, their
-//! ratios per round, and the report built from the rounds' runs.
+//! What `schedlab compare` reports: each metric on both sides, B/A per round, built from the runs.
 
 mod render;
 #[cfg(test)]
