@@ -7,12 +7,9 @@ use super::measure::{self, LoadWindow, StatSnapshot, Watched};
 use super::verdict;
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
-use crate::report::check::{CheckData, Finding, Verdict};
+use crate::report::check::{CheckData, Finding, Verdict, OTHER_LOAD_NOTE};
 use crate::report::{ns, si, RunReport, TaskReport};
 use crate::trace::TraceFinal;
-
-/// Other load (in CPUs) from which a finding, and the text report, note it.
-pub(super) const OTHER_LOAD_NOTE: f64 = 0.2;
 
 /// Other load (in CPUs) from which a problem verdict is only notable.
 const OTHER_LOAD_DISTURBS: f64 = 0.5;

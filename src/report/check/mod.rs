@@ -1,11 +1,15 @@
 //! What `schedlab check` reports: its findings, their verdicts, and the data behind its plots.
 
+mod text;
+
 use std::fmt;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::workload::histogram::Histogram;
+
+pub use text::render_text;
 
 /// How a finding compares with a healthy machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -31,6 +35,9 @@ impl fmt::Display for Verdict {
         f.write_str(self.name())
     }
 }
+
+/// Other load (in CPUs) from which a finding, and the text report, note it.
+pub const OTHER_LOAD_NOTE: f64 = 0.2;
 
 /// Every finding's id, in report order. The JSON always has all of them.
 pub const IDS: [&str; 11] = [
