@@ -317,3 +317,72 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
         t.screen()
     );
 }
+
+#[test]
+fn the_workbench_model_of_a_recording_states_the_runs_headline_to_the_last_digit() {
+    use schedlab::app::keys::KeyMap;
+    use schedlab::app::App;
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A fairness headline (ideal shares from the nice weights) and a throughput one.
+    for preset in ["nice-ladder", "pipe-wakeup"] {
+        let rec = dir.path().join(format!("{preset}.jsonl"));
+        let out = Command::new(common::exe())
+            .args(["run", preset, "--duration", "1500ms", "--warmup", "0s"])
+            .arg("--record")
+            .arg(&rec)
+            .args(["--json", "-"])
+            .env("SCHEDLAB_JOURNAL", dir.path().join("journal.jsonl"))
+            .output()
+            .expect("run");
+        let report = common::json_output(&out);
+        // The workbench's model, fed the recording as `schedlab replay` feeds it (no
+        // warm-up: the run above had none either).
+        let records = schedlab::lab::record::read(&rec).expect("the recording");
+        let mut app = App::new(KeyMap::default(), Duration::from_millis(100), true);
+        app.replay = true;
+        let mut player = schedlab::tui::player::Player::new(records, 1.0);
+        for action in player.seek(1e6) {
+            app.update(action);
+        }
+        let s = app.live.summary();
+        // Every headline figure, to the last digit (JSON numbers round-trip exactly).
+        let metrics = &report["metrics"];
+        assert_eq!(
+            metrics["throughput_per_s"].as_f64(),
+            Some(s.throughput_per_s),
+            "{preset}"
+        );
+        assert_eq!(
+            metrics["fairness_error"].as_f64(),
+            s.fairness_error,
+            "{preset}"
+        );
+        assert_eq!(report["summary_s"].as_f64(), Some(s.summary_s), "{preset}");
+        let tasks = report["tasks"].as_array().expect("tasks");
+        assert_eq!(tasks.len(), s.cpu_share.len(), "{preset}");
+        for (i, t) in tasks.iter().enumerate() {
+            let name = &t["name"];
+            assert_eq!(
+                t["cpu_share"].as_f64(),
+                Some(s.cpu_share[i]),
+                "{preset} {name}"
+            );
+            assert_eq!(
+                t["progress_per_s"].as_f64(),
+                Some(s.progress_per_s[i]),
+                "{preset} {name}"
+            );
+            assert_eq!(
+                t["ideal_share"].as_f64(),
+                s.ideal_share[i],
+                "{preset} {name}"
+            );
+        }
+        if preset == "nice-ladder" {
+            assert!(s.fairness_error.is_some() && s.ideal_share.iter().any(Option::is_some));
+        } else {
+            assert!(s.throughput_per_s > 0.0, "{preset}: {s:?}");
+        }
+    }
+}

@@ -3,7 +3,6 @@
 //! loop turns effects into commands for the controller thread.
 
 mod export;
-mod fairness;
 mod geometry;
 pub use geometry::{Geometry, Hit};
 pub mod keys;
@@ -22,13 +21,13 @@ use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
 use crate::knob::task::Policy;
 use crate::lab::record::RecordError;
-use crate::lab::store::Store;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, TaskSample};
 use crate::trace::{TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
+pub use crate::lab::live::Live;
 pub use crate::workload::attach::ProcRow;
 pub use export::{Exported, TimelineError};
 pub use modal::Mode;
@@ -75,6 +74,9 @@ pub enum Action {
     Processes(Vec<ProcRow>),
     Error(String),
     Resize(u16, u16),
+    /// The workload is gone and the knobs restored (the lines say what was restored):
+    /// the workbench ends.
+    Stopped(Vec<String>),
 }
 
 /// How much of the end of the trace a timeline holds (the tracer keeps that much, at most
@@ -112,44 +114,8 @@ pub enum Panel {
     Knobs,
 }
 
-/// Live data: the store the samples feed, and what the screen adds to it.
-#[derive(Clone, Debug)]
-pub struct Live {
-    pub tasks: Vec<TaskInfo>,
-    pub store: Store,
-    /// Successful knob changes: (seconds since start, "writer.policy -> batch").
-    pub marks: Vec<(f64, String)>,
-    /// Fairness presets: each task's ideal share from the nice weights (None outside
-    /// the metric group), as of the latest sample.
-    pub ideal: Vec<Option<f64>>,
-    /// Fairness presets: (seconds, fraction of CPU time that went to the wrong task).
-    pub fairness: VecDeque<(f64, f64)>,
-    /// The metric group's progress per second summed over its tasks, one point per
-    /// sample (kept here: summing a minute of 64 tasks' points every frame was most of
-    /// the UI thread's CPU).
-    pub throughput: VecDeque<(f64, f64)>,
-}
-
 /// Points kept per series: 10 minutes at 100 ms.
 pub const RETENTION: usize = 6000;
-
-impl Live {
-    pub fn new(tasks: Vec<TaskInfo>) -> Live {
-        Live {
-            store: Store::new(tasks.len(), RETENTION),
-            ideal: vec![None; tasks.len()],
-            tasks,
-            marks: Vec::new(),
-            fairness: VecDeque::new(),
-            throughput: VecDeque::new(),
-        }
-    }
-
-    /// Seconds from the first sample to the latest.
-    pub fn now_s(&self) -> f64 {
-        self.store.elapsed_s()
-    }
-}
 
 /// Screen state that is not data.
 #[derive(Clone, Debug, PartialEq)]
@@ -253,7 +219,7 @@ impl App {
             preset: None,
             kernel: String::new(),
             cpus: 0,
-            live: Live::new(Vec::new()),
+            live: Live::empty(RETENTION),
             knobs: Vec::new(),
             presets: Vec::new(),
             ui: UiState {
@@ -354,9 +320,7 @@ impl App {
             Action::Batch(batch) => {
                 // A paused replay still takes the samples it is stepped or seeked to.
                 if !self.ui.paused || self.replay {
-                    let points = self.live.store.push(&batch);
-                    self.update_throughput(&points);
-                    self.update_fairness();
+                    self.live.push(&batch);
                 }
                 Vec::new()
             }
@@ -422,15 +386,16 @@ impl App {
                 self.ui.size = (w, h);
                 Vec::new()
             }
+            Action::Stopped(_) => {
+                self.quit = true;
+                Vec::new()
+            }
         }
     }
 
     /// Tasks that joined the running experiment, after the others in task order.
     fn join(&mut self, tasks: Vec<TaskInfo>) {
-        for t in tasks {
-            self.live.store.add_task();
-            self.live.tasks.push(t);
-        }
+        self.live.join(tasks);
     }
 
     fn knob_result(&mut self, setting: &str, result: Result<String, KnobError>) -> Vec<Effect> {
@@ -440,55 +405,12 @@ impl App {
                     Some((k, val)) => format!("{k} -> {val}"),
                     None => setting.to_string(),
                 };
-                self.live.marks.push((self.live.now_s(), label));
+                self.live.mark(label);
                 self.say(knob_line(setting, &v));
             }
             Err(e) => self.complain(knob_line(setting, &e.to_string())),
         }
         Vec::new()
-    }
-
-    /// The metric group's summed progress rate from a sample's new points.
-    fn update_throughput(&mut self, points: &[(usize, crate::lab::store::TaskRates)]) {
-        let Some(group) = self.preset.as_ref().map(|p| &p.metric_task) else {
-            return;
-        };
-        let members: Vec<&(usize, crate::lab::store::TaskRates)> = points
-            .iter()
-            .filter(|(i, _)| self.live.tasks.get(*i).is_some_and(|t| &t.group == group))
-            .collect();
-        let Some((_, first)) = members.first() else {
-            return;
-        };
-        let sum = members.iter().map(|(_, r)| r.progress_per_s).sum();
-        if self.live.throughput.len() >= RETENTION {
-            self.live.throughput.pop_front();
-        }
-        self.live.throughput.push_back((first.t_s, sum));
-    }
-
-    /// The fairness headline after a new sample (fairness presets only).
-    fn update_fairness(&mut self) {
-        let Some(p) = self
-            .preset
-            .as_ref()
-            .filter(|p| p.headline == crate::preset::Headline::Fairness)
-        else {
-            return;
-        };
-        let Some((ideal, error)) = fairness::now(
-            &self.live.tasks,
-            &p.metric_task,
-            &self.live.store,
-            self.cpus,
-        ) else {
-            return;
-        };
-        self.live.ideal = ideal;
-        if self.live.fairness.len() >= RETENTION {
-            self.live.fairness.pop_front();
-        }
-        self.live.fairness.push_back((self.live.now_s(), error));
     }
 
     fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
@@ -542,10 +464,7 @@ impl App {
         if self.ui.paused && !self.replay {
             return Vec::new();
         }
-        let tids: Vec<i32> = self.live.tasks.iter().map(|t| t.tid).collect();
-        let first_loss = batch.lost > 0 && self.live.store.trace_lost == 0;
-        self.live.store.push_trace(batch, &tids);
-        if first_loss {
+        if self.live.push_trace(batch) {
             // Said once; the header keeps the running total.
             self.complain(format!(
                 "the trace lost {} events (its rings were full): its counts are low by about that many",
@@ -567,7 +486,7 @@ impl App {
 
     fn start(&mut self, s: Started) {
         let n = s.tasks.len();
-        self.live = Live::new(s.tasks);
+        self.live = Live::new(&s, RETENTION, Duration::ZERO);
         self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));
         self.ui.note_scroll = 0;
         self.keep_selection_visible();

@@ -4,10 +4,10 @@ use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
 use super::measure::{self, LoadWindow, StatSnapshot, Watched};
-use super::model::{CheckData, Finding, OTHER_LOAD_NOTE};
-use super::verdict::{self, Verdict};
+use super::verdict;
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
+use crate::report::check::{CheckData, Finding, Verdict, OTHER_LOAD_NOTE};
 use crate::report::{ns, si, RunReport, TaskReport};
 use crate::trace::TraceFinal;
 
@@ -505,8 +505,8 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::finding;
     use super::*;
+    use crate::report::check::finding;
 
     #[test]
     fn other_load_is_noted_and_turns_a_problem_into_notable() {

@@ -1,13 +1,12 @@
 //! `schedlab check`: short experiments that characterize this machine's scheduler, each judged.
 //!
-//! This file runs the experiments in order; `findings` judges what they measured,
-//! `text` and `plots` show the report, `model` holds what they all share.
+//! This file runs the experiments in order; `findings` judges what they measured and
+//! `plots` draws it; the report and its text form are in [`crate::report::check`].
 
 mod findings;
 mod measure;
-mod model;
 mod plots;
-mod text;
+mod progress;
 mod traced;
 pub mod verdict;
 
@@ -21,18 +20,17 @@ use anyhow::{anyhow, Context, Result};
 use crate::headless::run::{run, RunOptions};
 use crate::knob::sys::SystemKnobs;
 use crate::preset::{self, Preset};
+use crate::report::check::{
+    finding, CheckData, CheckReport, Finding, Verdict, BUDGET_S, IDS, QUICK_BUDGET_S,
+};
 use crate::report::RunReport;
 
 use findings::{PipeWakeup, SLOW_REGIME_INVOLUNTARY_PER_S};
 use measure::LoadWindow;
-use model::finding;
-use text::Progress;
+use progress::Progress;
 
 pub use measure::{steal_shares, StatSnapshot};
-pub use model::{Bar, CheckData, CheckReport, Finding, BUDGET_S, IDS, QUICK_BUDGET_S};
 pub use plots::{histogram_curve, write_plots};
-pub use text::render_text;
-pub use verdict::Verdict;
 
 /// FIFO priority of the latency thread, as cyclictest -p80.
 const FIFO_PRIORITY: u32 = 80;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::model::CheckReport;
+use crate::report::check::CheckReport;
 use crate::workload::histogram::{bucket_bounds, Histogram};
 
 /// Log-linear buckets are SUB per power of two; a quarter of them make one plotted bin, so a

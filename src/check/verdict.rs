@@ -1,35 +1,7 @@
 //! Verdicts of `schedlab check`: pure functions from numbers to ok / notable / problem.
 
-use std::fmt;
-
-use serde::Serialize;
-
+use crate::report::check::Verdict;
 use crate::report::ns;
-
-/// How a finding compares with a healthy machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Ok,
-    Notable,
-    Problem,
-}
-
-impl Verdict {
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Ok => "ok",
-            Verdict::Notable => "notable",
-            Verdict::Problem => "problem",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// An idle bare-metal machine with a stock (non-RT) kernel wakes a 1 ms timer within tens
 /// of us at p99; SCHED_OTHER adds its 50 us default timer slack on top.

@@ -17,7 +17,7 @@ pub fn check(args: CheckArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    let text = crate::check::render_text(&report);
+    let text = crate::report::check::render_text(&report);
     print_report(args.json.as_deref(), &report, text)?;
     if let Some(dir) = &args.plot_dir {
         let written = crate::check::write_plots(&report, dir)?;

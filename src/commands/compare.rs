@@ -35,7 +35,11 @@ pub fn compare(args: CompareArgs) -> Result<()> {
     let restored = finish(system);
     let report = result?;
     restored?;
-    print_report(args.json.as_deref(), &report, compare::render(&report))?;
+    print_report(
+        args.json.as_deref(),
+        &report,
+        crate::report::compare::render(&report),
+    )?;
     if let Some(path) = &args.plot {
         crate::plot::plot_compare(&report, path)?;
     }

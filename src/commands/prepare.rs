@@ -6,38 +6,64 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{usage, Partial};
-use crate::cli::HeadlessArgs;
+use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs};
 use crate::headless::run::RunOptions;
 use crate::knob::journal;
-use crate::knob::sys::{self, SystemKnobs};
+use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::lab::session::split;
 use crate::preset::setting::{parse_duration, Setting};
 use crate::preset::{self, Preset};
 
-/// Everything `run` and `sweep` share: the preset with its overrides, timing, signals.
+/// Everything `run`, `sweep` and `compare` share: the preset with its overrides, timing,
+/// signals.
 pub struct Prepared {
     pub preset: Preset,
     pub opts: RunOptions,
     pub system: SystemKnobs,
 }
 
+/// The experiment of a headless command that runs for `duration`.
 pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) -> Result<Prepared> {
-    let HeadlessArgs {
-        warmup,
-        settings,
-        system: system_args,
-        ..
-    } = headless;
-    let (variant, sets, interval) = (
-        settings.variant.as_deref(),
-        &settings.set,
-        settings.interval.as_str(),
-    );
-    let mut p = super::target::preset_for(preset, &headless.target)?;
+    let p = super::target::preset_for(preset, &headless.target)?;
+    let timing = timing(
+        duration,
+        headless.warmup.as_deref(),
+        &headless.settings.interval,
+    )?;
+    let shaped = shape(p, &headless.settings)?;
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
+    let mut opts = RunOptions::new(exe);
+    opts.duration = timing.duration;
+    opts.interval = timing.interval;
+    opts.warmup = timing.warmup;
+    opts.trace = headless.trace || headless.trace_every_waking;
+    if headless.trace_every_waking {
+        opts.wakings = crate::trace::Wakings::All;
+    }
+    opts.stop = stop;
+    opts.overrides = shaped.overrides;
+    opts.system_sets = shaped.system_sets;
+    Ok(Prepared {
+        preset: shaped.preset,
+        opts,
+        system: system_knobs(&headless.system, headless.target.keep)?,
+    })
+}
+
+/// How long a headless run lasts, how often it samples, and what it leaves out at the
+/// start.
+struct Timing {
+    duration: Duration,
+    interval: Duration,
+    warmup: Option<Duration>,
+}
+
+/// `--duration`, `--warmup` and `--interval` checked, and checked against each other.
+fn timing(duration: &str, warmup: Option<&str>, interval: &str) -> Result<Timing> {
     let duration = parse_duration(duration).map_err(|e| usage(format!("--duration: {e}")))?;
-    let interval_d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
+    let interval_d = sampling_interval(interval)?;
     let warmup = warmup
-        .as_deref()
         .map(|w| {
             let d = parse_duration(w).map_err(|e| usage(format!("--warmup: {e}")))?;
             if d >= duration {
@@ -48,9 +74,6 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
             Ok(d)
         })
         .transpose()?;
-    if interval_d < Duration::from_millis(10) || interval_d > Duration::from_secs(60) {
-        return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
-    }
     // A rate needs two samples an interval apart, and a summary at least two intervals.
     if duration < 2 * interval_d {
         return Err(usage(format!(
@@ -59,14 +82,42 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
             humantime::format_duration(2 * interval_d)
         )));
     }
+    Ok(Timing {
+        duration,
+        interval: interval_d,
+        warmup,
+    })
+}
+
+/// `--interval`, for a headless run and the workbench alike.
+pub fn sampling_interval(interval: &str) -> Result<Duration> {
+    let d = parse_duration(interval).map_err(|e| usage(format!("--interval: {e}")))?;
+    if d < Duration::from_millis(10) || d > Duration::from_secs(60) {
+        return Err(usage(format!("--interval {interval}: allowed 10ms..60s")));
+    }
+    Ok(d)
+}
+
+/// A preset as `--variant` and `--set` shape it.
+pub struct Shaped {
+    /// With the task and cgroup settings applied and its tasks resolved.
+    pub preset: Preset,
+    /// The flags that shaped it, as the report names them.
+    pub overrides: Vec<String>,
+    /// The system settings, checked here but written only when the experiment starts.
+    pub system_sets: Vec<(SysKnob, Setting)>,
+}
+
+/// Apply the variant's settings, then the `--set`s, in order, to `preset`.
+pub fn shape(mut preset: Preset, args: &SettingsArgs) -> Result<Shaped> {
     let mut overrides = Vec::new();
     let mut settings = Vec::new();
-    if let Some(v) = variant {
-        let variant = p.variant(v).map_err(usage)?;
+    if let Some(v) = args.variant.as_deref() {
+        let variant = preset.variant(v).map_err(usage)?;
         settings.extend(variant.set.iter().cloned());
         overrides.push(format!("--variant {v}"));
     }
-    for s in sets {
+    for s in &args.set {
         settings.push(s.parse::<Setting>().map_err(usage)?);
         overrides.push(format!("--set {s}"));
     }
@@ -76,33 +127,24 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
         &sys::Probe::detect(),
     )
     .map_err(usage)?;
-    p.apply_all(&task_sets).map_err(usage)?;
-    p.tasks(&crate::system::online_cpus()).map_err(usage)?;
+    preset.apply_all(&task_sets).map_err(usage)?;
+    preset.tasks(&crate::system::online_cpus()).map_err(usage)?;
+    Ok(Shaped {
+        preset,
+        overrides,
+        system_sets,
+    })
+}
 
-    let exe = std::env::current_exe().context("finding the schedlab binary")?;
-    let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
-    let mut opts = RunOptions::new(exe);
-    opts.duration = duration;
-    opts.interval = interval_d;
-    opts.warmup = warmup;
-    opts.trace = headless.trace || headless.trace_every_waking;
-    if headless.trace_every_waking {
-        opts.wakings = crate::trace::Wakings::All;
-    }
-    opts.stop = stop;
-    opts.overrides = overrides;
-    opts.system_sets = system_sets;
+/// The journal that restores the system knobs, with what the command line allows.
+pub fn system_knobs(args: &SystemArgs, keep_foreign: bool) -> Result<SystemKnobs> {
     let mut system = SystemKnobs::new(journal::default_path()?);
-    system.allow_unthrottled_rt = system_args.allow_unthrottled_rt;
-    system.keep_foreign = headless.target.keep;
-    if system_args.mount_debugfs {
+    system.allow_unthrottled_rt = args.allow_unthrottled_rt;
+    system.keep_foreign = keep_foreign;
+    if args.mount_debugfs {
         system.mount_debugfs()?;
     }
-    Ok(Prepared {
-        preset: p,
-        opts,
-        system,
-    })
+    Ok(system)
 }
 
 /// Restore the journal and say what could not be restored.

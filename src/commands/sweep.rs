@@ -27,7 +27,7 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     print_report(
         args.json.as_deref(),
         &report,
-        crate::headless::sweep::render(&report),
+        crate::report::sweep::render(&report),
     )?;
     if let Some(path) = &args.plot {
         crate::plot::plot_sweep(&report, path)?;

@@ -1,11 +1,11 @@
 //! `schedlab` / `schedlab tui` (the live workbench) and `schedlab replay`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
-use super::prepare::{prepare, Prepared};
+use super::prepare::{sampling_interval, shape, system_knobs};
 use super::usage;
 use crate::app::keys::KeyMap;
-use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs, TargetArgs};
+use crate::cli::{SettingsArgs, SystemArgs, TargetArgs};
 
 pub fn tui(
     preset: Option<&str>,
@@ -21,31 +21,18 @@ pub fn tui(
         ));
     }
     let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
-    let Prepared {
-        preset,
-        opts,
-        mut system,
-    } = prepare(
-        preset,
-        // The workbench runs until quit; the duration only has to pass the checks.
-        "24h",
-        &HeadlessArgs {
-            warmup: None,
-            allow_partial: true,
-            trace: false,
-            trace_every_waking: false,
-            target: target.clone(),
-            settings: settings.clone(),
-            system: system.clone(),
-        },
-    )?;
-    if !opts.system_sets.is_empty() {
+    let p = super::target::preset_for(preset, target)?;
+    let interval = sampling_interval(&settings.interval)?;
+    let shaped = shape(p, settings)?;
+    if !shaped.system_sets.is_empty() {
         return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
     }
+    let exe = std::env::current_exe().context("finding the schedlab binary")?;
+    let mut system = system_knobs(system, target.keep)?;
     let record_dir = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
     let tui_opts = crate::tui::TuiOptions {
-        exe: opts.exe.clone(),
-        interval: opts.interval,
+        exe,
+        interval,
         keymap,
         no_color: crate::tui::no_color_requested(),
         open_recorder: Box::new(|path| {
@@ -56,7 +43,7 @@ pub fn tui(
         wakings,
     };
     system.allow_unthrottled_rt = false;
-    let restored = crate::tui::run(preset, system, tui_opts)?;
+    let restored = crate::tui::run(shaped.preset, system, tui_opts)?;
     let failed: Vec<&String> = restored
         .iter()
         .filter(|r| r.starts_with("could not"))

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::lab::experiment::{self, Experiment};
+use crate::lab::live::Live;
 use crate::lab::record::FileRecorder;
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
@@ -86,9 +87,6 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
         (opts.duration.as_secs_f64() / opts.interval.as_secs_f64().max(1e-3)) as usize + 16;
     let lab_opts = experiment::Options {
         interval: opts.interval,
-        retention,
-        warmup: opts.warmup_for(preset),
-        aggregate: true,
         // A timeline keeps the whole run's events, up to the tracer's cap.
         trace: match (opts.trace, &opts.trace_out) {
             (false, _) => experiment::Trace::Off,
@@ -99,6 +97,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     };
     let mut csv = opts.csv.as_deref().map(CsvWriter::create).transpose()?;
     let mut exp = Experiment::start(preset.clone(), &opts.system_sets, &opts.exe, sys, &lab_opts)?;
+    let mut live = Live::new(exp.started(), retention, opts.warmup_for(preset));
     if let Some(path) = &opts.record {
         exp.record(Some(Box::new(FileRecorder::create(path)?)), sys);
         for (_, s) in &opts.system_sets {
@@ -109,13 +108,20 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
         panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
     }
-    let interrupted = drive(&mut exp, opts, sys, &mut csv)?;
-    let finished = exp.stop();
+    let interrupted = drive(&mut exp, &mut live, opts, sys, &mut csv)?;
+    let mut finished = exp.stop();
+    // What the trace saw after the last round.
+    if let Some(t) = finished.trace.as_mut() {
+        for tb in std::mem::take(&mut t.pending) {
+            live.push_trace(&tb);
+        }
+    }
     if let Some(w) = csv.as_mut() {
         w.flush()?;
     }
     let mut report = run_report(
         &finished,
+        &live,
         &Asked {
             interval_ms: opts.interval.as_secs_f64() * 1000.0,
             overrides: &opts.overrides,
@@ -137,6 +143,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
 /// gone or a signal came; returns whether it was interrupted.
 fn drive(
     exp: &mut Experiment,
+    live: &mut Live,
     opts: &RunOptions,
     sys: &mut SystemKnobs,
     csv: &mut Option<CsvWriter>,
@@ -159,12 +166,13 @@ fn drive(
             .saturating_sub(now)
             .clamp(Duration::from_millis(1), Duration::from_millis(100));
         if let Some(polled) = exp.poll(wait) {
+            let points = live.take(&polled);
             if let Some(w) = csv.as_mut() {
                 w.samples(
                     &exp.session().workload.tasks,
                     &polled.batch.tasks,
-                    &polled.points,
-                    &exp.store().latest_trace(),
+                    &points,
+                    &live.store.latest_trace(),
                 )?;
             }
             let last = exp.is_last(&polled.batch);

@@ -1,7 +1,8 @@
-//! One home for a running experiment: the session (workload and task knobs), the sampler
-//! thread, the store the samples feed, a recorder when asked, and the log of knob
-//! changes. `run`, `sweep`, `compare`, `check` and the workbench's controller all drive
-//! an [`Experiment`]: start, poll for samples, apply knobs, stop.
+//! The control of a running experiment: the session (workload and task knobs), the
+//! sampler thread, the tracer, a recorder when asked, and the log of knob changes.
+//! `run`, `sweep`, `compare`, `check` and the workbench's controller all drive an
+//! [`Experiment`]: start, poll for rounds, apply knobs, stop. What the rounds say is
+//! kept by whoever polls, in a [`super::live::Live`].
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,7 +13,6 @@ use serde::Serialize;
 use super::describe::{Started, TaskInfo};
 use super::record::Recorder;
 use super::session::Session;
-use super::store::{Store, TaskRates};
 use super::switches::{ProcSwitches, WindowCount};
 use crate::error::KnobError;
 use crate::knob::sys::{SysKnob, SystemKnobs};
@@ -26,14 +26,6 @@ use crate::workload::shm::monotonic_ns;
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     pub interval: Duration,
-    /// Points kept per series.
-    pub retention: usize,
-    /// Start-up time the whole-run summaries leave out.
-    pub warmup: Duration,
-    /// Feed the experiment's own store. The workbench turns this off: its screen keeps
-    /// the store (state changes only in its main loop), and aggregating twice would
-    /// double the instrument's cost.
-    pub aggregate: bool,
     pub trace: Trace,
     /// Which sched_waking events a trace asks the kernel for.
     pub wakings: Wakings,
@@ -80,11 +72,10 @@ pub struct Observer {
     pub stop_s: f64,
 }
 
-/// One sampling round, taken in: the batch (for recordings, the workbench, a CSV) and
-/// the rate points it added to the store.
+/// One sampling round: the batch (recorded already; for the live model, a CSV), what
+/// the trace saw, and who joined.
 pub struct Polled {
     pub batch: Batch,
-    pub points: Vec<(usize, TaskRates)>,
     /// What the scheduler trace added since the last round (empty when not tracing).
     pub trace: Vec<TraceBatch>,
     /// Tasks that joined since the last round (new threads and children of attached
@@ -96,7 +87,9 @@ pub struct Polled {
 pub struct Experiment {
     session: Session,
     sampler: Sampler,
-    store: Store,
+    /// The samples' clock: the first and the latest batch's time (CLOCK_MONOTONIC ns).
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
     recorder: Option<Box<dyn Recorder>>,
     events: Vec<KnobEvent>,
     started: Started,
@@ -113,7 +106,6 @@ pub struct Experiment {
     /// When the last round was asked for (CLOCK_MONOTONIC ns).
     last_asked: Option<u64>,
     wakings: Wakings,
-    aggregate: bool,
     tracer: Option<Tracer>,
     /// Why tracing was asked for and is not running.
     trace_error: Option<String>,
@@ -123,8 +115,6 @@ pub struct Experiment {
     /// over a trace that stopped.
     trace_base: super::switches::ProcSwitches,
     trace_counted: Vec<WindowCount>,
-    /// Thread id -> task index, for the trace's batches.
-    tids: Vec<i32>,
     /// When new threads and children were last looked for (None: nothing to follow).
     last_follow: Option<Instant>,
     /// Tasks that could not join (the task limit), said once.
@@ -151,9 +141,7 @@ impl Experiment {
         let begun = Instant::now();
         let (session, warnings) = Session::start(preset, system_sets, exe, sys)?;
         let targets = session.sampler_targets();
-        let store = Store::new(targets.len(), opts.retention).with_warmup(opts.warmup);
         let started = session.started_info(warnings);
-        let tids: Vec<i32> = session.workload.tasks.iter().map(|t| t.tid).collect();
         // Before the gate opens, so the trace sees the experiment from its first switch.
         let keep = match opts.trace {
             Trace::Off => None,
@@ -185,7 +173,8 @@ impl Experiment {
         Ok(Experiment {
             session,
             sampler,
-            store,
+            first_ns: None,
+            last_ns: None,
             recorder: None,
             events: Vec::new(),
             started,
@@ -198,13 +187,11 @@ impl Experiment {
             last_reap: Instant::now(),
             last_asked: None,
             wakings: opts.wakings,
-            aggregate: opts.aggregate,
             tracer,
             trace_error,
             trace_done: None,
             trace_base,
             trace_counted: Vec::new(),
-            tids,
             last_follow,
             left_out: 0,
         })
@@ -219,8 +206,14 @@ impl Experiment {
         &self.session
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The first batch's time (CLOCK_MONOTONIC ns): where the run's clock starts.
+    pub fn start_ns(&self) -> Option<u64> {
+        self.first_ns
+    }
+
+    /// Seconds since the first batch at `t_ns` (0 before it).
+    fn t_s(&self, t_ns: u64) -> f64 {
+        t_ns.saturating_sub(self.first_ns.unwrap_or(t_ns)) as f64 / 1e9
     }
 
     pub fn events(&self) -> &[KnobEvent] {
@@ -235,6 +228,11 @@ impl Experiment {
             r.started(&self.started);
             r.system_knobs(&crate::knob::sys::list(&sys.probe));
         }
+    }
+
+    /// Whether a recording is being written.
+    pub fn recording(&self) -> bool {
+        self.recorder.is_some()
     }
 
     /// Stop recording and hand the recorder back (to go on recording the next
@@ -254,7 +252,7 @@ impl Experiment {
     /// Time into the run on the samples' clock (from the first batch); before it, since
     /// sampling started.
     pub fn elapsed(&self) -> Duration {
-        match self.store.start_ns {
+        match self.first_ns {
             Some(t0) => Duration::from_nanos(monotonic_ns().saturating_sub(t0)),
             None => self.begun.elapsed(),
         }
@@ -265,8 +263,8 @@ impl Experiment {
         REAP_EVERY.saturating_sub(self.last_reap.elapsed())
     }
 
-    /// The next round, if one comes within `timeout`: taken into the store and the
-    /// recording. Give the batch back with [`Experiment::recycle`] when done with it.
+    /// The next round, if one comes within `timeout`: recorded, and for the caller's
+    /// live model. Give the batch back with [`Experiment::recycle`] when done with it.
     pub fn poll(&mut self, timeout: Duration) -> Option<Polled> {
         let batch = self.sampler.recv_timeout(timeout)?;
         self.rounds += 1;
@@ -275,26 +273,15 @@ impl Experiment {
         if let Some(r) = self.recorder.as_mut() {
             r.batch(&batch);
         }
-        let points = if self.aggregate {
-            self.store.push(&batch)
-        } else {
-            // The run's clock still starts at the first batch (knob events' times).
-            self.store.start_ns.get_or_insert(batch.t_ns);
-            Vec::new()
-        };
+        self.first_ns.get_or_insert(batch.t_ns);
+        self.last_ns = Some(batch.t_ns);
         let trace: Vec<TraceBatch> = match &self.tracer {
             Some(t) => std::iter::from_fn(|| t.try_recv()).collect(),
             None => Vec::new(),
         };
-        if self.aggregate {
-            for tb in &trace {
-                self.store.push_trace(tb, &self.tids);
-            }
-        }
         let joined = self.follow();
         Some(Polled {
             batch,
-            points,
             trace,
             joined,
         })
@@ -321,7 +308,7 @@ impl Experiment {
         Ok(self.take_joined(found))
     }
 
-    /// Tasks that joined into the store, the task list and the sampler's targets.
+    /// Tasks that joined into the task list, the tracer's and the sampler's targets.
     fn take_joined(&mut self, (joined, left_out): (Vec<TaskInfo>, usize)) -> Vec<TaskInfo> {
         if left_out > self.left_out {
             self.left_out = left_out;
@@ -339,8 +326,6 @@ impl Experiment {
             return joined;
         }
         for t in &joined {
-            self.store.add_task();
-            self.tids.push(t.tid);
             self.started.tasks.push(t.clone());
         }
         if let Some(tracer) = self.tracer.as_mut() {
@@ -370,7 +355,7 @@ impl Experiment {
         // Stamped as the change begins: a round the sampler takes while this thread is
         // preempted between the write and a later stamp would otherwise show the new
         // value before its mark (seen beside a CPU hog).
-        let t_s = self.store.t_s(monotonic_ns());
+        let t_s = self.t_s(monotonic_ns());
         let result = self.session.apply(setting, sys);
         self.sampler.send(Command::RefreshStatus);
         self.record_knob(&setting.to_string(), &result);
@@ -498,7 +483,8 @@ impl Experiment {
         let Experiment {
             mut session,
             sampler,
-            mut store,
+            first_ns,
+            last_ns,
             events,
             started,
             cpu_at_start,
@@ -510,20 +496,13 @@ impl Experiment {
             trace_done,
             trace_base,
             mut trace_counted,
-            tids,
-            aggregate,
             ..
         } = self;
         // First: the teardown's kills are not part of the experiment.
-        let mut trace = match tracer {
+        let trace = match tracer {
             Some(t) => Some(t.stop_then(|| trace_counted = trace_base.since())),
             None => trace_done,
         };
-        if let (Some(t), true) = (trace.as_mut(), aggregate) {
-            for tb in std::mem::take(&mut t.pending) {
-                store.push_trace(&tb, &tids);
-            }
-        }
         // Before the sampler thread ends: its CPU time goes with it.
         let cpu_ns = crate::system::own_cpu_ns().saturating_sub(cpu_at_start);
         drop(sampler);
@@ -531,7 +510,10 @@ impl Experiment {
         session.workload.stop();
         let stop_s = stopping.elapsed().as_secs_f64();
         let task_samples = (rounds * session.workload.tasks.len() as u64).max(1) as f64;
-        let duration_s = store.elapsed_s();
+        let duration_s = match (first_ns, last_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
+            _ => 0.0,
+        };
         let observer = Observer {
             cpu_s: cpu_ns as f64 / 1e9,
             cpu_share: cpu_ns as f64 / 1e9 / duration_s.max(1e-9),
@@ -543,7 +525,7 @@ impl Experiment {
         };
         Finished {
             session,
-            store,
+            start_ns: first_ns,
             events,
             started,
             observer,
@@ -558,7 +540,8 @@ impl Experiment {
 pub struct Finished {
     /// The session with its workload stopped (exit statuses, shared memory).
     pub session: Session,
-    pub store: Store,
+    /// The first batch's time (CLOCK_MONOTONIC ns): where the run's clock starts.
+    pub start_ns: Option<u64>,
     pub events: Vec<KnobEvent>,
     pub started: Started,
     pub observer: Observer,

@@ -5,6 +5,7 @@ pub mod describe;
 pub mod experiment;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod live;
 pub mod pingpong;
 pub mod record;
 pub mod session;

@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::headless::compare::CompareReport;
-use crate::headless::sweep::SweepReport;
+use crate::report::compare::CompareReport;
+use crate::report::sweep::SweepReport;
 use crate::report::RunReport;
 
 use compare::{compare_layout, compare_panels, draw_bars, draw_compare};

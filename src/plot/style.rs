@@ -115,7 +115,7 @@ pub(super) fn footer_text(kernel: &str, cpus: usize, samples: &str) -> String {
 
 /// [`display_unit`] for figures: micro is written µ.
 pub(super) fn plot_unit(unit: &str, max_abs: f64) -> (f64, String) {
-    let (div, u) = crate::headless::compare::display_unit(unit, max_abs);
+    let (div, u) = crate::report::compare::display_unit(unit, max_abs);
     (div, micro(&u))
 }
 

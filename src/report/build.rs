@@ -8,9 +8,8 @@ use super::{
     ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
 };
-use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
-use crate::knob::task::Policy;
 use crate::lab::experiment::{Finished, KnobEvent};
+use crate::lab::live::Live;
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::sampler::parse::policy_name;
@@ -28,10 +27,10 @@ pub struct Asked<'a> {
     pub interrupted: bool,
 }
 
-/// The report of a finished experiment.
-pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
+/// The report of a finished experiment, from its live model.
+pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
     let preset = &f.session.preset;
-    let store = &f.store;
+    let store = &live.store;
     let workload = &f.session.workload;
     let mut tasks: Vec<TaskReport> = workload
         .tasks
@@ -39,9 +38,14 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         .enumerate()
         .map(|(id, t)| task_report(store, id, t, workload))
         .collect();
-    let fairness = (preset.headline == HeadlineKind::Fairness)
-        .then(|| fill_ideal_shares(preset, &mut tasks, &f.session.online));
-    let (throughput, unit) = throughput(preset, &tasks, workload);
+    // The headline figures are the live model's: the workbench's, to the last digit.
+    let summary = live.summary();
+    for (t, ideal) in tasks.iter_mut().zip(&summary.ideal_share) {
+        t.ideal_share = *ideal;
+    }
+    let fairness = summary.fairness_error;
+    let throughput = summary.throughput_per_s;
+    let unit = progress_unit(preset, workload);
     let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
     let latency = store.latency_total.as_ref().and_then(|h| {
         Some(super::LatencyReport {
@@ -104,7 +108,7 @@ pub fn run_report(f: &Finished, asked: &Asked) -> RunReport {
         series: series(store, workload),
     };
     flag_foreign_load(&mut report, store, workload);
-    super::trace::add_trace(&mut report, f);
+    super::trace::add_trace(&mut report, f, store);
     report
 }
 
@@ -185,56 +189,14 @@ fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload
     }
 }
 
-/// The metric group's progress per second and its unit.
-fn throughput(preset: &Preset, tasks: &[TaskReport], workload: &Workload) -> (f64, String) {
-    let unit = workload
+/// The unit of the metric group's progress.
+fn progress_unit(preset: &Preset, workload: &Workload) -> String {
+    workload
         .tasks
         .iter()
         .find(|t| t.group == preset.metric_task)
         .map_or("", |t| t.progress_unit)
-        .to_string();
-    let total = tasks
-        .iter()
-        .filter(|t| t.group == preset.metric_task)
-        .map(|t| t.progress_per_s)
-        .sum();
-    (total, unit)
-}
-
-/// Weight a task had at the end of the run, for the ideal share.
-fn weight(t: &TaskReport) -> f64 {
-    match t.policy.parse::<Policy>() {
-        Ok(Policy::Idle) => IDLE_WEIGHT as f64,
-        _ => weight_of_nice(t.nice) as f64,
-    }
-}
-
-/// The metric group's ideal shares (its weights water-filled over the CPUs its tasks
-/// may use) into the tasks; returns the fairness error of the measured shares.
-fn fill_ideal_shares(
-    preset: &Preset,
-    tasks: &mut [TaskReport],
-    online: &crate::cpuset::CpuSet,
-) -> f64 {
-    let ids: Vec<usize> = (0..tasks.len())
-        .filter(|&i| tasks[i].group == preset.metric_task)
-        .collect();
-    let cpus = ids
-        .iter()
-        .filter_map(|&i| tasks[i].cpus.parse::<crate::cpuset::CpuSet>().ok())
-        .fold(crate::cpuset::CpuSet::new(), |a, b| a.union(&b));
-    let ncpus = if cpus.is_empty() {
-        online.count()
-    } else {
-        cpus.count()
-    };
-    let weights: Vec<f64> = ids.iter().map(|&i| weight(&tasks[i])).collect();
-    let ideal = water_fill(&weights, ncpus);
-    for (&i, &share) in ids.iter().zip(&ideal) {
-        tasks[i].ideal_share = Some(share);
-    }
-    let measured: Vec<f64> = ids.iter().map(|&i| tasks[i].cpu_share).collect();
-    fairness_error(&measured, &ideal)
+        .to_string()
 }
 
 /// The preset's one number, in words.

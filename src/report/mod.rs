@@ -1,4 +1,5 @@
-//! What a headless run reports: the JSON shape, the readable table, and the CSV time series.
+//! What a headless run reports: the JSON shape, the readable table, and the CSV time series;
+//! the sweep's, the comparison's and the check's reports live in the submodules named so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -6,10 +7,13 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 pub mod build;
+pub mod check;
+pub mod compare;
 pub mod csv;
 pub mod meta;
 pub mod perfetto;
 pub mod progress;
+pub mod sweep;
 pub mod timeline;
 pub mod trace;
 

@@ -66,7 +66,7 @@ pub struct TraceReport {
 
 /// Add the trace to `report`: a `sched` object per task and a `trace` summary, and say
 /// in the warnings when tracing was refused, failed or lost events.
-pub fn add_trace(report: &mut RunReport, f: &Finished) {
+pub fn add_trace(report: &mut RunReport, f: &Finished, store: &Store) {
     if let Some(why) = &f.trace_error {
         report.warnings.push(format!(
             "tracing refused: {why}; the run went on without it"
@@ -90,7 +90,7 @@ pub fn add_trace(report: &mut RunReport, f: &Finished) {
     for (id, task) in report.tasks.iter_mut().enumerate() {
         if let Some(t) = trace.tasks.iter().find(|t| t.tid == task.tid) {
             let counted = f.trace_counted.iter().find(|c| c.tid == task.tid);
-            task.sched = Some(sched_report(&f.store, id, t, counted));
+            task.sched = Some(sched_report(store, id, t, counted));
         }
     }
     let secs = trace.elapsed_ns as f64 / 1e9;
@@ -164,7 +164,7 @@ pub fn write_timeline(
         &task_names(trace),
         trace.events_kept.clone(),
         &f.events,
-        f.store.start_ns.unwrap_or(0),
+        f.start_ns.unwrap_or(0),
         &report.preset,
         asked,
     );

@@ -1,6 +1,7 @@
 //! The controller thread: drives the workbench's [`Experiment`] and owns the journal; the
-//! only place the TUI's knob changes touch the kernel. The UI thread talks to it by
-//! messages.
+//! only place the TUI's knob changes touch the kernel. The UI thread sends it the App's
+//! [`Effect`]s and it answers with [`Action`]s, the App's own input: one message type
+//! each way.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -10,71 +11,15 @@ use std::time::Duration;
 use anyhow::Result;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::app::{Exported, TimelineError, TRACE_KEEP};
+use crate::app::{Action, Effect, TimelineError, TRACE_KEEP};
 use crate::error::KnobError;
 use crate::knob::sys;
 use crate::knob::sys::SystemKnobs;
-use crate::lab::describe::{Started, TaskInfo};
 use crate::lab::experiment::{self, Experiment};
 use crate::lab::record::{RecordError, Recorder};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
-use crate::sampler::Batch;
-use crate::trace::{TraceBatch, TraceError};
-
-/// Requests from the UI.
-#[derive(Debug)]
-pub enum Request {
-    Apply(Setting),
-    SetInterval(Duration),
-    Pause(bool),
-    Restart(Option<String>),
-    /// Start recording to this file (Some) or stop (None).
-    Record(Option<PathBuf>),
-    /// Start (true) or stop the scheduler trace; it stays on across restarts.
-    Trace(bool),
-    /// Write the trace's kept window as a Perfetto timeline to this new file.
-    ExportTrace(PathBuf),
-    /// Attach to this process (with its threads and children) in the running experiment.
-    Attach(i32),
-    Quit,
-}
-
-/// News for the UI.
-#[derive(Debug)]
-pub enum Event {
-    Started(Box<Started>),
-    Joined(Vec<TaskInfo>),
-    /// After a restart: the picked processes attached again (their tasks, and a label
-    /// for each), and the labels of those that exited (see [`Picked`]).
-    Reattached {
-        tasks: Vec<TaskInfo>,
-        kept: Vec<String>,
-        gone: Vec<String>,
-    },
-    Batch(Box<Batch>),
-    KnobResult {
-        setting: String,
-        result: Result<String, KnobError>,
-    },
-    SystemKnobs(Vec<sys::KnobInfo>),
-    /// Recording to this file (Some), stopped (None), or why it could not start.
-    Recording(Result<Option<String>, RecordError>),
-    /// The trace is on (true) or off, or why it could not start.
-    Tracing(Result<bool, TraceError>),
-    /// One interval of the trace.
-    Trace(Box<TraceBatch>),
-    /// The timeline's worker wrote this many of the kept events.
-    TraceExportProgress {
-        written: usize,
-        total: usize,
-    },
-    /// The timeline written, or why not.
-    TraceExported(Result<Exported, TimelineError>),
-    Error(String),
-    /// The workload is gone and the knobs restored; the lines say what was restored.
-    Stopped(Vec<String>),
-}
+use crate::trace::TraceError;
 
 /// A process attached with the picker (`a`), as it was then: a restart attaches it
 /// again only while the same process runs (its pid with the same start time; a pid
@@ -113,17 +58,36 @@ pub type OpenRecorder = Box<dyn Fn(&std::path::Path) -> Result<Box<dyn Recorder>
 /// for every batch: a third of its CPU (benches/tui-cpu.sh).
 const FORWARD_EVERY: Duration = Duration::from_millis(100);
 
-/// Start the controller thread with `preset` running.
+/// What the controller starts with.
+pub struct Setup {
+    pub preset: Preset,
+    /// The schedlab binary, whose hidden subcommands are the workers.
+    pub exe: PathBuf,
+    pub interval: Duration,
+    /// Which sched_waking events a trace asks the kernel for.
+    pub wakings: crate::trace::Wakings,
+    pub sys: SystemKnobs,
+    pub open_recorder: OpenRecorder,
+    /// Where recordings and timelines go.
+    pub record_dir: PathBuf,
+}
+
+/// Start the controller thread with the setup's preset running; its news goes to
+/// `events`.
 pub fn spawn(
-    preset: Preset,
-    exe: PathBuf,
-    interval: Duration,
-    wakings: crate::trace::Wakings,
-    sys: SystemKnobs,
-    open_recorder: OpenRecorder,
-    events: UnboundedSender<Event>,
-) -> std::io::Result<(Sender<Request>, JoinHandle<()>)> {
-    let (tx, rx): (Sender<Request>, Receiver<Request>) = mpsc::channel();
+    setup: Setup,
+    events: UnboundedSender<Action>,
+) -> std::io::Result<(Sender<Effect>, JoinHandle<()>)> {
+    let Setup {
+        preset,
+        exe,
+        interval,
+        wakings,
+        sys,
+        open_recorder,
+        record_dir,
+    } = setup;
+    let (tx, rx): (Sender<Effect>, Receiver<Effect>) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("schedlab-controller".into())
         .spawn(move || {
@@ -135,6 +99,7 @@ pub fn spawn(
                 wakings,
                 sys,
                 open_recorder,
+                record_dir,
                 events,
                 running: None,
                 recorder: None,
@@ -143,7 +108,7 @@ pub fn spawn(
                 export: None,
             };
             ctl.start();
-            ctl.send(Event::SystemKnobs(sys::list(&ctl.sys.probe)));
+            ctl.send(Action::SystemKnobs(sys::list(&ctl.sys.probe)));
             ctl.serve(&rx);
             // A timeline half-written is abandoned (its .part file removed), not awaited.
             if let Some(export) = ctl.export.take() {
@@ -151,7 +116,7 @@ pub fn spawn(
             }
             ctl.stop();
             let restored = ctl.sys.restore().iter().map(ToString::to_string).collect();
-            ctl.send(Event::Stopped(restored));
+            ctl.send(Action::Stopped(restored));
         })?;
     Ok((tx, handle))
 }
@@ -166,7 +131,9 @@ struct Controller {
     wakings: crate::trace::Wakings,
     sys: SystemKnobs,
     open_recorder: OpenRecorder,
-    events: UnboundedSender<Event>,
+    /// Where recordings and timelines go: a new file each, named by the time.
+    record_dir: PathBuf,
+    events: UnboundedSender<Action>,
     running: Option<Experiment>,
     /// A recording while no experiment runs (between a failed restart and the next).
     recorder: Option<Box<dyn Recorder>>,
@@ -179,24 +146,24 @@ struct Controller {
 }
 
 impl Controller {
-    fn send(&self, e: Event) {
+    fn send(&self, e: Action) {
         // The UI is gone only when it is quitting; nothing is left to tell.
         let _ = self.events.send(e);
     }
 
     /// Until the UI quits or hangs up: forward every round, serve every request.
-    fn serve(&mut self, rx: &Receiver<Request>) {
+    fn serve(&mut self, rx: &Receiver<Effect>) {
         loop {
             if let Some(exp) = self.running.as_mut() {
                 while let Some(polled) = exp.poll(Duration::ZERO) {
                     // Before the batch that may carry their first samples.
                     if !polled.joined.is_empty() {
-                        let _ = self.events.send(Event::Joined(polled.joined));
+                        let _ = self.events.send(Action::Joined(polled.joined));
                     }
                     // The batch goes to the UI, which keeps the store.
-                    let _ = self.events.send(Event::Batch(Box::new(polled.batch)));
+                    let _ = self.events.send(Action::Batch(Box::new(polled.batch)));
                     for tb in polled.trace {
-                        let _ = self.events.send(Event::Trace(Box::new(tb)));
+                        let _ = self.events.send(Action::Trace(Box::new(tb)));
                     }
                 }
             }
@@ -204,7 +171,7 @@ impl Controller {
             // of this FIFO thread preempts whatever runs on its CPU (the trace shows it
             // among the experiment's preemptors), so it wakes 10 times a second, not 200.
             let request = match rx.recv_timeout(FORWARD_EVERY) {
-                Ok(Request::Quit) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Effect::Quit) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(r) => r,
                 Err(RecvTimeoutError::Timeout) => continue,
             };
@@ -212,39 +179,43 @@ impl Controller {
         }
     }
 
-    fn handle(&mut self, request: Request) {
+    fn handle(&mut self, request: Effect) {
         match request {
-            Request::Apply(s) => self.apply(&s),
-            Request::SetInterval(d) => {
+            Effect::Apply(s) => self.apply(&s),
+            Effect::SetInterval(d) => {
                 self.interval = d;
                 if let Some(exp) = &self.running {
                     exp.set_interval(d);
                 }
             }
-            Request::Pause(p) => {
+            Effect::Pause(p) => {
                 if let Some(exp) = &self.running {
                     exp.pause(p);
                 }
             }
-            Request::Restart(name) => self.restart(name),
-            Request::Record(path) => self.record(path),
-            Request::Trace(on) => {
+            Effect::Restart(name) => self.restart(name),
+            Effect::ToggleRecord => self.toggle_record(),
+            Effect::SetTracing(on) => {
                 let result = self.set_tracing(on);
-                self.send(Event::Tracing(result));
+                self.send(Action::Tracing(result));
             }
-            Request::ExportTrace(path) => {
+            Effect::ExportTrace => {
+                let path = self
+                    .record_dir
+                    .join(format!("schedlab-trace-{}.pftrace", unix_time()));
                 let (started, restarted) = self.export_trace(path);
                 if let Err(e) = started {
-                    self.send(Event::TraceExported(Err(e)));
+                    self.send(Action::TraceExported(Err(e)));
                 }
                 // After the file's news: a trace that could not start again is what
                 // the user has to act on.
                 if let Err(e) = restarted {
-                    self.send(Event::Tracing(Err(e)));
+                    self.send(Action::Tracing(Err(e)));
                 }
             }
-            Request::Attach(pid) => self.attach(pid),
-            Request::Quit => {}
+            Effect::Attach(pid) => self.attach(pid),
+            // The UI thread's own (the process list) or a replay's; Quit ends `serve`.
+            Effect::ListProcesses | Effect::Step(_) | Effect::Seek(_) | Effect::Quit => {}
         }
     }
 
@@ -252,15 +223,12 @@ impl Controller {
     fn start(&mut self) {
         let opts = experiment::Options {
             interval: self.interval,
-            retention: 1,
-            warmup: Duration::ZERO,
-            aggregate: false,
             trace: experiment::Trace::Off,
             wakings: self.wakings,
         };
         match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
             Ok(mut exp) => {
-                self.send(Event::Started(Box::new(exp.started().clone())));
+                self.send(Action::Started(Box::new(exp.started().clone())));
                 if let Some(rec) = self.recorder.take() {
                     exp.record(Some(rec), &self.sys);
                 }
@@ -268,11 +236,11 @@ impl Controller {
                 // Only a refusal is news: the UI still shows the trace as on.
                 if self.tracing {
                     if let Err(e) = self.set_tracing(true) {
-                        self.send(Event::Tracing(Err(e)));
+                        self.send(Action::Tracing(Err(e)));
                     }
                 }
             }
-            Err(e) => self.send(Event::Error(format!("{e:#}"))),
+            Err(e) => self.send(Action::Error(format!("{e:#}"))),
         }
     }
 
@@ -289,12 +257,12 @@ impl Controller {
             Some(exp) => exp.apply(s, &mut self.sys).result.clone(),
             None => Err(KnobError::invalid(format!("{s}: no workload is running"))),
         };
-        self.send(Event::KnobResult {
+        self.send(Action::KnobResult {
             setting: s.to_string(),
             result,
         });
         if s.target == "sys" {
-            self.send(Event::SystemKnobs(sys::list(&self.sys.probe)));
+            self.send(Action::SystemKnobs(sys::list(&self.sys.probe)));
         }
     }
 
@@ -310,10 +278,10 @@ impl Controller {
                         self.picked.push(p);
                     }
                 }
-                self.send(Event::Joined(joined));
+                self.send(Action::Joined(joined));
             }
-            Some(Err(e)) => self.send(Event::Error(e.to_string())),
-            None => self.send(Event::Error(
+            Some(Err(e)) => self.send(Action::Error(e.to_string())),
+            None => self.send(Action::Error(
                 "no experiment is running to attach to (restart it first)".into(),
             )),
         }
@@ -353,7 +321,7 @@ impl Controller {
             }
         }
         if !kept.is_empty() || !gone.is_empty() {
-            self.send(Event::Reattached {
+            self.send(Action::Reattached {
                 tasks,
                 kept,
                 gone: gone.iter().map(Picked::label).collect(),
@@ -377,7 +345,7 @@ impl Controller {
             match crate::preset::load(&name) {
                 Ok(p) => self.preset = p,
                 Err(e) => {
-                    self.send(Event::Error(format!("{e:#}")));
+                    self.send(Action::Error(format!("{e:#}")));
                     return;
                 }
             }
@@ -387,13 +355,26 @@ impl Controller {
         self.reattach();
     }
 
+    /// Stop the recording, or start one in a new file.
+    fn toggle_record(&mut self) {
+        let recording = match &self.running {
+            Some(exp) => exp.recording(),
+            None => self.recorder.is_some(),
+        };
+        let path = (!recording).then(|| {
+            self.record_dir
+                .join(format!("schedlab-{}.jsonl", unix_time()))
+        });
+        self.record(path);
+    }
+
     fn record(&mut self, path: Option<PathBuf>) {
         let Some(path) = path else {
             if let Some(exp) = self.running.as_mut() {
                 exp.record(None, &self.sys);
             }
             self.recorder = None;
-            self.send(Event::Recording(Ok(None)));
+            self.send(Action::Recording(Ok(None)));
             return;
         };
         match (self.open_recorder)(&path) {
@@ -406,9 +387,9 @@ impl Controller {
                         self.recorder = Some(rec);
                     }
                 }
-                self.send(Event::Recording(Ok(Some(path.display().to_string()))));
+                self.send(Action::Recording(Ok(Some(path.display().to_string()))));
             }
-            Err(e) => self.send(Event::Recording(Err(RecordError(format!("{e:#}"))))),
+            Err(e) => self.send(Action::Recording(Err(RecordError(format!("{e:#}"))))),
         }
     }
 
@@ -438,7 +419,7 @@ impl Controller {
             .map(|t| t.pending.clone())
             .unwrap_or_default();
         for tb in pending {
-            self.send(Event::Trace(Box::new(tb)));
+            self.send(Action::Trace(Box::new(tb)));
         }
     }
 
@@ -464,7 +445,7 @@ impl Controller {
             return (Err(TimelineError::NotTracing), Ok(false));
         };
         let events = exp.events().to_vec();
-        let start_ns = exp.store().start_ns.unwrap_or(0);
+        let start_ns = exp.start_ns().unwrap_or(0);
         let title = exp.started().preset.name.clone();
         let started: Vec<(i32, i32)> = exp
             .started()
@@ -493,6 +474,13 @@ impl Controller {
         ));
         (Ok(()), restarted.map(|()| true))
     }
+}
+
+/// Seconds since the epoch, for recording and timeline file names.
+fn unix_time() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

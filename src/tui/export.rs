@@ -8,8 +8,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::controller::Event;
-use crate::app::{Exported, TimelineError};
+use crate::app::{Action, Exported, TimelineError};
 use crate::report::perfetto::Timeline;
 
 /// Builds the timeline to write, on the worker.
@@ -24,7 +23,7 @@ pub struct Export {
 impl Export {
     /// Start building and writing a timeline to `path`; progress and the outcome go to
     /// `events`.
-    pub fn start(build: Build, path: PathBuf, events: UnboundedSender<Event>) -> Export {
+    pub fn start(build: Build, path: PathBuf, events: UnboundedSender<Action>) -> Export {
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = cancel.clone();
         let tx = events.clone();
@@ -40,7 +39,7 @@ impl Export {
                     libc::setpriority(libc::PRIO_PROCESS, 0, 10);
                 }
                 let result = write(&build(), &path, &stop, &tx);
-                let _ = tx.send(Event::TraceExported(result));
+                let _ = tx.send(Action::TraceExported(result));
             });
         match handle {
             Ok(h) => Export {
@@ -49,7 +48,7 @@ impl Export {
             },
             Err(e) => {
                 let why = format!("the export thread could not be started: {e}");
-                let _ = events.send(Event::TraceExported(Err(TimelineError::Write(why))));
+                let _ = events.send(Action::TraceExported(Err(TimelineError::Write(why))));
                 Export {
                     cancel,
                     handle: None,
@@ -77,11 +76,11 @@ fn write(
     t: &Timeline,
     path: &std::path::Path,
     stop: &AtomicBool,
-    tx: &UnboundedSender<Event>,
+    tx: &UnboundedSender<Action>,
 ) -> Result<Exported, TimelineError> {
     let total = t.events.len();
     let mut progress = |written: usize| {
-        let _ = tx.send(Event::TraceExportProgress { written, total });
+        let _ = tx.send(Action::TraceExportProgress { written, total });
         !stop.load(Ordering::Relaxed)
     };
     let written = crate::report::trace::write_file(t, path, &mut progress)
@@ -101,12 +100,12 @@ mod tests {
 
     /// The next outcome from the worker, skipping progress.
     fn outcome(
-        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Action>,
     ) -> Result<Exported, TimelineError> {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while std::time::Instant::now() < deadline {
             match rx.try_recv() {
-                Ok(Event::TraceExported(r)) => return r,
+                Ok(Action::TraceExported(r)) => return r,
                 Ok(_) => {}
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }

@@ -20,7 +20,7 @@ use crate::app::keys::KeyMap;
 use crate::app::{Action, App, Effect};
 use crate::knob::sys::SystemKnobs;
 use crate::preset::Preset;
-use controller::{Event, OpenRecorder, Request};
+use controller::OpenRecorder;
 
 /// How the TUI starts.
 pub struct TuiOptions {
@@ -40,31 +40,11 @@ pub fn no_color_requested() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
-fn to_action(e: Event) -> Option<Action> {
-    Some(match e {
-        Event::Started(s) => Action::Started(s),
-        Event::Joined(t) => Action::Joined(t),
-        Event::Reattached { tasks, kept, gone } => Action::Reattached { tasks, kept, gone },
-        Event::Batch(b) => Action::Batch(b),
-        Event::KnobResult { setting, result } => Action::KnobResult { setting, result },
-        Event::SystemKnobs(k) => Action::SystemKnobs(k),
-        Event::Recording(r) => Action::Recording(r),
-        Event::Tracing(r) => Action::Tracing(r),
-        Event::Trace(b) => Action::Trace(b),
-        Event::TraceExportProgress { written, total } => {
-            Action::TraceExportProgress { written, total }
-        }
-        Event::TraceExported(r) => Action::TraceExported(r),
-        Event::Error(e) => Action::Error(e),
-        Event::Stopped(_) => return None,
-    })
-}
-
 /// Where the App's news comes from.
 enum Source {
     Live {
-        ctl: std::sync::mpsc::Sender<Request>,
-        events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+        ctl: std::sync::mpsc::Sender<Effect>,
+        events: tokio::sync::mpsc::UnboundedReceiver<Action>,
         handle: std::thread::JoinHandle<()>,
     },
     Replay(player::Player),
@@ -73,7 +53,7 @@ enum Source {
 /// What woke the loop.
 enum Wake {
     Input(Option<Action>),
-    News(Option<Event>),
+    News(Option<Action>),
     Due,
     Tick,
 }
@@ -92,16 +72,17 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
         crate::knob::task::request_elevation(crate::knob::task::Elevation::Realtime);
         crate::knob::task::elevate_if_requested(false);
         let (ev_tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let (ctl, handle) = controller::spawn(
+        let setup = controller::Setup {
             preset,
-            opts.exe.clone(),
-            opts.interval,
-            opts.wakings,
-            system,
-            opts.open_recorder,
-            ev_tx,
-        )
-        .context("starting the controller thread")?;
+            exe: opts.exe.clone(),
+            interval: opts.interval,
+            wakings: opts.wakings,
+            sys: system,
+            open_recorder: opts.open_recorder,
+            record_dir: opts.record_dir.clone(),
+        };
+        let (ctl, handle) =
+            controller::spawn(setup, ev_tx).context("starting the controller thread")?;
         let mut app = App::new(opts.keymap, opts.interval, opts.no_color);
         let presets = crate::preset::list()
             .into_iter()
@@ -116,7 +97,6 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
                 events,
                 handle,
             },
-            &opts.record_dir,
         )
         .await
     })
@@ -133,17 +113,11 @@ pub fn replay(
         let mut app = App::new(keymap, Duration::from_millis(100), no_color);
         app.replay = true;
         let player = player::Player::new(records, speed);
-        event_loop(app, Source::Replay(player), std::path::Path::new("."))
-            .await
-            .map(drop)
+        event_loop(app, Source::Replay(player)).await.map(drop)
     })
 }
 
-async fn event_loop(
-    mut app: App,
-    mut source: Source,
-    record_dir: &std::path::Path,
-) -> Result<Vec<String>> {
+async fn event_loop(mut app: App, mut source: Source) -> Result<Vec<String>> {
     let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
     let mut terminal = ratatui::try_init().context("opening the terminal")?;
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
@@ -171,11 +145,11 @@ async fn event_loop(
         let mut actions = Vec::new();
         match wake {
             Wake::Input(a) => actions.extend(a),
-            Wake::News(Some(Event::Stopped(r))) => {
+            Wake::News(Some(Action::Stopped(r))) => {
                 restored = r;
                 break;
             }
-            Wake::News(Some(e)) => actions.extend(to_action(e)),
+            Wake::News(Some(a)) => actions.push(a),
             Wake::News(None) => break,
             Wake::Due => {
                 if let Source::Replay(p) = &mut source {
@@ -190,7 +164,7 @@ async fn event_loop(
         if stop.load(Ordering::Relaxed) && quitting.is_none() {
             app.quit = true;
             actions.clear();
-            request(&source, Request::Quit);
+            request(&source, Effect::Quit);
             quitting = Some(Instant::now());
         }
         if quitting.is_some_and(|t| t.elapsed() > Duration::from_secs(10))
@@ -206,7 +180,6 @@ async fn event_loop(
             let effects = app.update(action);
             let mut runner = Runner {
                 source: &mut source,
-                record_dir,
                 quitting: &mut quitting,
             };
             runner.carry_out(&mut app, effects);
@@ -344,7 +317,6 @@ impl KeyTrace {
 /// Carries out the App's effects: on the controller when live, on the player in a replay.
 struct Runner<'a> {
     source: &'a mut Source,
-    record_dir: &'a std::path::Path,
     quitting: &'a mut Option<Instant>,
 }
 
@@ -372,35 +344,10 @@ impl Runner<'_> {
                 ),
                 (Source::Replay(_), _) => {}
                 (Source::Live { ctl, .. }, effect) => {
-                    let req = match effect {
-                        Effect::Apply(s) => Some(Request::Apply(s)),
-                        Effect::SetInterval(d) => Some(Request::SetInterval(d)),
-                        Effect::Pause(p) => Some(Request::Pause(p)),
-                        Effect::Restart(p) => Some(Request::Restart(p)),
-                        Effect::ToggleRecord => Some(Request::Record(match app.recording {
-                            Some(_) => None,
-                            None => Some(
-                                self.record_dir
-                                    .join(format!("schedlab-{}.jsonl", unix_time())),
-                            ),
-                        })),
-                        Effect::SetTracing(on) => Some(Request::Trace(on)),
-                        Effect::Attach(pid) => Some(Request::Attach(pid)),
-                        Effect::ListProcesses => None,
-                        Effect::ExportTrace => Some(Request::ExportTrace(
-                            self.record_dir
-                                .join(format!("schedlab-trace-{}.pftrace", unix_time())),
-                        )),
-                        Effect::Quit => {
-                            self.quitting.get_or_insert_with(Instant::now);
-                            Some(Request::Quit)
-                        }
-                        // The App only asks for these in a replay.
-                        Effect::Step(_) | Effect::Seek(_) => None,
-                    };
-                    if let Some(req) = req {
-                        let _ = ctl.send(req);
+                    if matches!(effect, Effect::Quit) {
+                        self.quitting.get_or_insert_with(Instant::now);
                     }
+                    let _ = ctl.send(effect);
                 }
             }
         }
@@ -421,7 +368,7 @@ async fn next_news(source: &mut Source) -> Wake {
     }
 }
 
-fn request(source: &Source, r: Request) {
+fn request(source: &Source, r: Effect) {
     if let Source::Live { ctl, .. } = source {
         let _ = ctl.send(r);
     }
@@ -432,13 +379,6 @@ fn feed(app: &mut App, actions: Vec<Action>, effects: &mut std::collections::Vec
     for a in actions {
         effects.extend(app.update(a));
     }
-}
-
-/// Seconds since the epoch, for recording and timeline file names.
-fn unix_time() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -1,10 +1,43 @@
-//! What the check produces: findings and the report, shared by the steps, the builders and the renderers.
+//! What `schedlab check` reports: its findings, their verdicts, and the data behind its plots.
+
+mod text;
+
+use std::fmt;
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::verdict::Verdict;
 use crate::workload::histogram::Histogram;
+
+pub use text::render_text;
+
+/// How a finding compares with a healthy machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Ok,
+    Notable,
+    Problem,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Notable => "notable",
+            Verdict::Problem => "problem",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Other load (in CPUs) from which a finding, and the text report, note it.
+pub const OTHER_LOAD_NOTE: f64 = 0.2;
 
 /// Every finding's id, in report order. The JSON always has all of them.
 pub const IDS: [&str; 11] = [
@@ -24,9 +57,6 @@ pub const IDS: [&str; 11] = [
 /// Budget of the default run and of `--quick`, in seconds (the check prints what it took).
 pub const BUDGET_S: f64 = 60.0;
 pub const QUICK_BUDGET_S: f64 = 15.0;
-
-/// Other load (in CPUs) from which the text report warns about it.
-pub(super) const OTHER_LOAD_NOTE: f64 = 0.2;
 
 /// One line of the check.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -91,7 +121,7 @@ impl CheckReport {
 }
 
 /// A finding not judged yet: notable and "-" until its builder fills it in.
-pub(super) fn finding(id: &str, title: &str, unit: &str, healthy: &str, method: String) -> Finding {
+pub fn finding(id: &str, title: &str, unit: &str, healthy: &str, method: String) -> Finding {
     Finding {
         id: id.to_string(),
         title: title.to_string(),
@@ -107,14 +137,14 @@ pub(super) fn finding(id: &str, title: &str, unit: &str, healthy: &str, method: 
 }
 
 impl Finding {
-    pub(super) fn judged(mut self, (verdict, explanation): (Verdict, String)) -> Finding {
+    pub fn judged(mut self, (verdict, explanation): (Verdict, String)) -> Finding {
         self.verdict = verdict;
         self.explanation = explanation;
         self
     }
 
     /// Not measured: why, and how bad that is.
-    pub(super) fn skipped(mut self, verdict: Verdict, why: String) -> Finding {
+    pub fn skipped(mut self, verdict: Verdict, why: String) -> Finding {
         self.verdict = verdict;
         self.shown = "not measured".to_string();
         self.details = json!({ "skipped": true, "reason": why });
@@ -123,7 +153,7 @@ impl Finding {
     }
 
     /// Not measured because a signal asked the check to stop: not the machine's fault.
-    pub(super) fn interrupted(self) -> Finding {
+    pub fn interrupted(self) -> Finding {
         self.skipped(
             Verdict::Notable,
             "not measured: the check was interrupted".to_string(),
@@ -133,7 +163,7 @@ impl Finding {
 
 /// A report with every finding ok, for the renderers' tests.
 #[cfg(test)]
-pub(super) fn sample() -> CheckReport {
+pub(crate) fn sample() -> CheckReport {
     let findings = IDS
         .iter()
         .map(|id| {

@@ -1,42 +1,8 @@
-//! What the check writes for people: the text report on stdout and the progress line on stderr.
+//! The check's report for people: one aligned line per finding, verdict first.
 
 use std::fmt::Write as _;
 
-use super::model::{CheckReport, Finding, OTHER_LOAD_NOTE};
-use super::verdict::Verdict;
-
-/// The progress bar on stderr (a terminal only; see `report::progress`).
-pub(super) struct Progress {
-    bar: indicatif::ProgressBar,
-}
-
-impl Progress {
-    pub(super) fn new(enabled: bool, total: usize) -> Progress {
-        Progress {
-            bar: crate::report::progress::steps("check", total as u64, enabled),
-        }
-    }
-
-    /// Step `what` begins: the steps before it are done.
-    pub(super) fn next(&mut self, what: &str) {
-        if self.bar.message().is_empty() && self.bar.position() == 0 {
-            self.bar.set_message(what.to_string());
-            return;
-        }
-        self.bar.inc(1);
-        self.bar.set_message(what.to_string());
-    }
-
-    pub(super) fn done(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.done();
-    }
-}
+use super::{CheckReport, Finding, Verdict, OTHER_LOAD_NOTE};
 
 /// The readable report: a header, one aligned line per finding (verdict first), how
 /// each was measured, and the time it all took.
@@ -163,8 +129,8 @@ fn summary(r: &CheckReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{sample, IDS};
     use super::*;
+    use crate::report::check::{sample, IDS};
 
     #[test]
     fn text_has_one_aligned_line_per_finding_verdict_first() {
