@@ -73,34 +73,8 @@ impl Tracer {
         pages: usize,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
-        if cpus.is_empty() {
-            return Err(TraceError::NoCpus);
-        }
-        let paranoid = ring::paranoid();
-        if !nix::unistd::geteuid().is_root() && paranoid.is_none_or(|p| p > -1) {
-            return Err(TraceError::NotRoot {
-                paranoid: paranoid.map_or("unreadable".into(), |p| p.to_string()),
-            });
-        }
-        let root = tracefs::ensure(journal)?;
-        let formats = tracefs::read_formats(&root)?;
-        // The decoder's messages start with the tracepoint's name.
-        let decoder = Decoder::new(&formats).map_err(|Unusable(why)| TraceError::BadFormat {
-            name: why
-                .split([' ', ':'])
-                .next()
-                .unwrap_or("sched_switch")
-                .to_string(),
-            why,
-        })?;
-        let ids: Vec<ring::TracepointId> = formats
-            .all()
-            .iter()
-            .map(|f| ring::TracepointId {
-                name: f.name.clone(),
-                id: u64::from(f.id),
-            })
-            .collect();
+        may_trace(cpus)?;
+        let (decoder, ids) = read_tracepoints(journal)?;
         let mut rings = Vec::with_capacity(cpus.count());
         for cpu in cpus.iter() {
             rings.push(ring::CpuRing::open(cpu as u32, &ids, pages, wakings)?);
@@ -109,12 +83,7 @@ impl Tracer {
         let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
-        for r in &mut rings {
-            if let Err(e) = r.enable() {
-                rings.iter_mut().for_each(ring::CpuRing::disable);
-                return Err(e);
-            }
-        }
+        enable_all(&mut rings)?;
         let started_ns = monotonic_ns();
         let (join_tx, join_rx) = mpsc::channel();
         let (disabled_tx, disabled_rx) = mpsc::channel();
@@ -123,23 +92,7 @@ impl Tracer {
         worker.disabled = Some(disabled_tx);
         worker.waking_cross_cpu_only = waking_cross_cpu_only;
         worker.grow = grow::Grower::new(ids, wakings);
-        let flag = stop.clone();
-        let (final_tx, final_rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("schedlab-trace".into())
-            .spawn(move || {
-                // The tracer is the instrument, like the sampler: as the sampler runs
-                // (nice -20 headless, FIFO 99 in the workbench), or a nice-0 thread
-                // beside a busy experiment falls behind and the rings overflow.
-                crate::knob::task::elevate_if_requested(true);
-                let fin = worker.run(&flag);
-                let _ = final_tx.send(fin);
-                // Closing the perf events takes a grace period each (~200 ms in all on
-                // a VM): after the totals are handed over, so that whoever stops the
-                // trace (the workbench's controller) does not stand still for it.
-                drop(worker);
-            })
-            .map_err(|e| TraceError::Thread(e.to_string()))?;
+        let (thread, final_rx) = spawn(worker, stop.clone())?;
         Ok(Tracer {
             stop,
             rx,
@@ -240,4 +193,82 @@ impl Drop for Tracer {
             let _ = t.join();
         }
     }
+}
+
+/// Whether this process may trace `cpus`: some CPU, and root or a
+/// perf_event_paranoid that lets anyone open system-wide tracepoint events.
+fn may_trace(cpus: &crate::cpuset::CpuSet) -> Result<(), TraceError> {
+    if cpus.is_empty() {
+        return Err(TraceError::NoCpus);
+    }
+    let paranoid = ring::paranoid();
+    if !nix::unistd::geteuid().is_root() && paranoid.is_none_or(|p| p > -1) {
+        return Err(TraceError::NotRoot {
+            paranoid: paranoid.map_or("unreadable".into(), |p| p.to_string()),
+        });
+    }
+    Ok(())
+}
+
+/// The tracepoints' formats from tracefs (mounted through `journal` if need be): the
+/// decoder built from them, and each tracepoint's perf id.
+fn read_tracepoints(
+    journal: &mut crate::knob::journal::Journal,
+) -> Result<(Decoder, Vec<ring::TracepointId>), TraceError> {
+    let root = tracefs::ensure(journal)?;
+    let formats = tracefs::read_formats(&root)?;
+    // The decoder's messages start with the tracepoint's name.
+    let decoder = Decoder::new(&formats).map_err(|Unusable(why)| TraceError::BadFormat {
+        name: why
+            .split([' ', ':'])
+            .next()
+            .unwrap_or("sched_switch")
+            .to_string(),
+        why,
+    })?;
+    let ids: Vec<ring::TracepointId> = formats
+        .all()
+        .iter()
+        .map(|f| ring::TracepointId {
+            name: f.name.clone(),
+            id: u64::from(f.id),
+        })
+        .collect();
+    Ok((decoder, ids))
+}
+
+/// Turn every ring's events on; if one refuses, all off again.
+fn enable_all(rings: &mut [ring::CpuRing]) -> Result<(), TraceError> {
+    for q in 0..rings.len() {
+        if let Err(e) = rings[q].enable() {
+            rings.iter_mut().for_each(ring::CpuRing::disable);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Start the "schedlab-trace" thread running `worker` until `stop`; the receiver of
+/// the totals it sends before closing its events.
+fn spawn(
+    mut worker: Worker,
+    stop: Arc<AtomicBool>,
+) -> Result<(std::thread::JoinHandle<()>, mpsc::Receiver<TraceFinal>), TraceError> {
+    let (final_tx, final_rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("schedlab-trace".into())
+        .spawn(move || {
+            // The tracer is the instrument, like the sampler: as the sampler runs
+            // (nice -20 headless, FIFO 99 in the workbench), or a nice-0 thread
+            // beside a busy experiment falls behind and the rings overflow.
+            crate::knob::task::elevate_if_requested(true);
+            let fin = worker.run(&stop);
+            let _ = final_tx.send(fin);
+            // Closing the perf events takes a grace period each (~200 ms in all on
+            // a VM): after the totals are handed over, so that whoever stops the
+            // trace (the workbench's controller) does not stand still for it.
+            drop(worker);
+        })
+        .map_err(|e| TraceError::Thread(e.to_string()))?;
+    Ok((thread, final_rx))
 }
