@@ -3,30 +3,57 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
+use std::time::Duration;
 
-use super::{order, Aggregator, SchedEvent, TraceBatch, KEEP_MAX_EVENTS};
+use super::{order, Aggregator, SchedEvent, TraceBatch, TraceTarget, KEEP_MAX_EVENTS};
 
 /// Where released events go: the aggregation, the kept window, the interval batches.
 pub(super) struct Sink {
     pub(super) agg: Aggregator,
-    pub(super) tx: mpsc::Sender<TraceBatch>,
+    tx: mpsc::Sender<TraceBatch>,
     pub(super) interval_ns: u64,
-    pub(super) next_boundary: u64,
-    pub(super) keep_ns: Option<u64>,
-    pub(super) kept: VecDeque<SchedEvent>,
+    next_boundary: u64,
+    keep_ns: Option<u64>,
+    kept: VecDeque<SchedEvent>,
     pub(super) handled: u64,
     pub(super) lost: u64,
     pub(super) undecodable: u64,
-    pub(super) interval_events: u64,
+    interval_events: u64,
     pub(super) interval_lost: u64,
     pub(super) lost_since_release: bool,
     pub(super) started_ns: u64,
     pub(super) pending: Vec<TraceBatch>,
     /// The receiver is gone (the Tracer was dropped): stop sending.
-    pub(super) orphaned: bool,
+    orphaned: bool,
 }
 
 impl Sink {
+    pub(super) fn new(
+        targets: &[TraceTarget],
+        interval_ns: u64,
+        keep: Option<Duration>,
+        tx: mpsc::Sender<TraceBatch>,
+        started_ns: u64,
+    ) -> Sink {
+        Sink {
+            agg: Aggregator::new(targets),
+            tx,
+            interval_ns,
+            next_boundary: started_ns.saturating_add(interval_ns),
+            keep_ns: keep.map(|k| u64::try_from(k.as_nanos()).unwrap_or(u64::MAX)),
+            kept: VecDeque::new(),
+            handled: 0,
+            lost: 0,
+            undecodable: 0,
+            interval_events: 0,
+            interval_lost: 0,
+            lost_since_release: false,
+            started_ns,
+            pending: Vec::new(),
+            orphaned: false,
+        }
+    }
+
     /// Records were lost somewhere before the events just read: what a task was doing
     /// across the gap is unknown, so no latency is measured across it.
     pub(super) fn forget_if_lost(&mut self) {

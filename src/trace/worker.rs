@@ -1,14 +1,11 @@
 //! The tracer thread's loop: drain the rings, release the merged events to the sink,
 //! close the intervals, and hand over the totals at the stop.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{
-    grow, order, ring, Aggregator, Decoder, IdleGap, Sink, TraceBatch, TraceFinal, TraceTarget,
-};
+use super::{grow, order, ring, Decoder, IdleGap, Sink, TraceBatch, TraceFinal, TraceTarget};
 use crate::workload::shm::monotonic_ns;
 
 /// How often the rings are drained (or more often when an interval is shorter).
@@ -54,23 +51,7 @@ impl Worker {
             waking_cross_cpu_only: false,
             grow: grow::Grower::default(),
             scratch: Box::new([0u8; ring::MAX_RECORD]),
-            sink: Sink {
-                agg: Aggregator::new(targets),
-                tx,
-                interval_ns,
-                next_boundary: started_ns.saturating_add(interval_ns),
-                keep_ns: keep.map(|k| u64::try_from(k.as_nanos()).unwrap_or(u64::MAX)),
-                kept: VecDeque::new(),
-                handled: 0,
-                lost: 0,
-                undecodable: 0,
-                interval_events: 0,
-                interval_lost: 0,
-                lost_since_release: false,
-                started_ns,
-                pending: Vec::new(),
-                orphaned: false,
-            },
+            sink: Sink::new(targets, interval_ns, keep, tx, started_ns),
         }
     }
 
