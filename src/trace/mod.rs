@@ -7,6 +7,9 @@
 //! format.rs parses them; ring.rs opens one perf event per tracepoint per CPU, all of a
 //! CPU's in one ring; decode.rs turns raw samples into [`SchedEvent`]s using the parsed
 //! offsets; order.rs merges the CPUs' streams by time; stats.rs aggregates the targets.
+//! tracer.rs starts and stops the thread, whose loop is worker.rs (reading the rings:
+//! drain.rs and grow.rs, the idle gap: idle.rs); sink.rs takes the ordered events to
+//! stats.rs, the kept window and the interval batches; types.rs holds what it reports.
 //!
 //! Ordering: each CPU's ring is in time order; the CPUs' streams of target events are
 //! merged by time (order.rs) up to a horizon 2 ms behind the drain's clock reading, so
