@@ -115,56 +115,13 @@ pub(super) fn histogram_panel<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let colour = |i: usize| colors.get(i).copied().unwrap_or(BLACK);
-    let bins = || curves.iter().flat_map(|c| c.bins.iter());
-    let nonzero = bins().map(|b| b.2).filter(|p| *p > 0.0);
-    // A log axis has no 0: empty bins sit on the floor, half the smallest share drawn.
-    let floor = (nonzero.clone().fold(f64::INFINITY, f64::min) / 2.0).clamp(1e-4, 1.0);
-    let y_max = nonzero.fold(floor * 10.0, f64::max);
-    let x_lo = bins()
-        .map(|b| b.0)
-        .filter(|x| *x > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let x_hi = bins()
-        .map(|b| b.1)
-        .chain(curves.iter().flat_map(|c| c.marks.iter().map(|m| m.1)))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let empty = !(x_lo.is_finite() && x_hi.is_finite() && x_hi > 0.0);
-    let x = if empty {
-        1.0..1000.0
-    } else {
-        x_lo / 1.5..(x_hi * 1.5).max(x_lo * 10.0)
-    };
-    let lines: Vec<Line> = curves
-        .iter()
-        .enumerate()
-        .map(|(i, c)| Line {
-            color: colour(i),
-            width: 2,
-            points: c
-                .bins
-                .iter()
-                .filter(|b| b.0 > 0.0)
-                .flat_map(|&(lo, hi, p)| [(lo, p.max(floor)), (hi, p.max(floor))])
-                .collect(),
-        })
-        .collect();
-    let markers: Vec<Marker> = curves
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| {
-            c.marks.iter().map(move |(label, us)| Marker {
-                t: *us,
-                label: format!("{label} {}", us_text(*us)),
-                color: colour(i),
-            })
-        })
-        .filter(|m| m.t > 0.0)
-        .collect();
+    let ext = Extent::of(curves);
+    let lines = steps(curves, colors, ext.floor);
+    let markers = markers(curves, colors);
     // One label row per marker: a few markers, and none can cover another.
     let marks: Vec<(&Marker, usize)> = markers.iter().enumerate().map(|(k, m)| (m, k)).collect();
-    let y_top = headroom(plot, floor, y_max, markers.len(), true);
-    let y = floor..y_top;
+    let y_top = headroom(plot, ext.floor, ext.y_max, markers.len(), true);
+    let y = ext.floor..y_top;
     let fmt = |v: &f64| {
         if *v >= 1.0 {
             si_tick(*v)
@@ -182,12 +139,91 @@ where
     };
     line_chart(
         plot,
-        x.log_scale(),
+        ext.x.log_scale(),
         y.clone().log_scale(),
         &y,
         &lines,
         &marks,
         &axes,
-        empty.then_some(text.empty),
+        ext.empty.then_some(text.empty),
     )
+}
+
+/// What a histogram panel's axes span.
+struct Extent {
+    /// The y axis's bottom, where empty bins sit.
+    floor: f64,
+    y_max: f64,
+    x: std::ops::Range<f64>,
+    /// Nothing to draw: the x axis is a placeholder.
+    empty: bool,
+}
+
+impl Extent {
+    fn of(curves: &[LatencyCurve]) -> Extent {
+        let bins = || curves.iter().flat_map(|c| c.bins.iter());
+        let nonzero = bins().map(|b| b.2).filter(|p| *p > 0.0);
+        // A log axis has no 0: empty bins sit on the floor, half the smallest share drawn.
+        let floor = (nonzero.clone().fold(f64::INFINITY, f64::min) / 2.0).clamp(1e-4, 1.0);
+        let y_max = nonzero.fold(floor * 10.0, f64::max);
+        let x_lo = bins()
+            .map(|b| b.0)
+            .filter(|x| *x > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let x_hi = bins()
+            .map(|b| b.1)
+            .chain(curves.iter().flat_map(|c| c.marks.iter().map(|m| m.1)))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let empty = !(x_lo.is_finite() && x_hi.is_finite() && x_hi > 0.0);
+        let x = if empty {
+            1.0..1000.0
+        } else {
+            x_lo / 1.5..(x_hi * 1.5).max(x_lo * 10.0)
+        };
+        Extent {
+            floor,
+            y_max,
+            x,
+            empty,
+        }
+    }
+}
+
+/// Curve i's colour (black past the palette).
+fn colour(colors: &[RGBColor], i: usize) -> RGBColor {
+    colors.get(i).copied().unwrap_or(BLACK)
+}
+
+/// Each curve's bins as steps, empty ones on `floor` (a log axis has no 0).
+fn steps(curves: &[LatencyCurve], colors: &[RGBColor], floor: f64) -> Vec<Line> {
+    curves
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Line {
+            color: colour(colors, i),
+            width: 2,
+            points: c
+                .bins
+                .iter()
+                .filter(|b| b.0 > 0.0)
+                .flat_map(|&(lo, hi, p)| [(lo, p.max(floor)), (hi, p.max(floor))])
+                .collect(),
+        })
+        .collect()
+}
+
+/// Each curve's marks (p50, p99, max), labelled with their values, in its colour.
+fn markers(curves: &[LatencyCurve], colors: &[RGBColor]) -> Vec<Marker> {
+    curves
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.marks.iter().map(move |(label, us)| Marker {
+                t: *us,
+                label: format!("{label} {}", us_text(*us)),
+                color: colour(colors, i),
+            })
+        })
+        .filter(|m| m.t > 0.0)
+        .collect()
 }

@@ -98,70 +98,12 @@ impl CpuRing {
         let page_size = page_size();
         let data_len = pages.next_power_of_two() * page_size;
         let (first, rest) = tracepoints.split_first().ok_or(TraceError::NoCpus)?;
-        let mut b = builder(first.id, cpu);
-        // Wake a poller when a quarter of the ring is full, so a burst is drained early;
-        // the regular drain needs no wake-up at all.
-        b.wakeup_watermark(data_len / 4);
-        let leader = b.build().map_err(|e| open_error(&first.name, cpu, &e))?;
-        let ring_error = |e: io::Error| TraceError::Ring {
-            cpu,
-            kib: (data_len / 1024) as u64,
-            why: ring_why(&e),
-        };
-        // The ring must exist before other events can be redirected into it.
-        let map = memmap2::MmapOptions::new()
-            .len(page_size + data_len)
-            .map_raw(leader.as_raw_fd())
-            .map_err(ring_error)?;
+        let (leader, map) = open_leader(first, cpu, page_size, data_len)?;
         let mut counters = Vec::with_capacity(tracepoints.len());
         counters.push(leader);
-        let mut waking_filtered = false;
-        for tp in rest {
-            let counter = builder(tp.id, cpu)
-                .build()
-                .map_err(|e| open_error(&tp.name, cpu, &e))?;
-            set_output(&counter, &counters[0]).map_err(|e| open_error(&tp.name, cpu, &e))?;
-            if tp.name == "sched_waking" && wakings == super::Wakings::CrossCpu {
-                waking_filtered = set_filter(&counter, &format!("target_cpu != {cpu}")).is_ok();
-            }
-            counters.push(counter);
-        }
-        // Some kernels (this project's 6.18 VMs among them) deliver no perf event raised
-        // while the idle task runs: a switch from idle to a task never shows as a
-        // sched_switch. perf's own context-switch records are written by the task
-        // switched in, so they do show it; they fill that gap (see mod.rs).
-        let switch_records = Builder::new(Software::DUMMY)
-            .any_pid()
-            .one_cpu(cpu as usize)
-            .context_switch(true)
-            .sample_id_all(true)
-            .sample(SampleFlag::from_bits_retain(SWITCH_SAMPLE_TYPE))
-            .clockid(Clock::MONOTONIC)
-            .enabled(false)
-            .build()
-            .ok()
-            .filter(|c| set_output(c, &counters[0]).is_ok());
-        let page = map.as_ptr() as *const bindings::perf_event_mmap_page;
-        // SAFETY: the first page of a perf mapping is the kernel's perf_event_mmap_page.
-        let (offset, size) = unsafe {
-            (
-                std::ptr::read_volatile(std::ptr::addr_of!((*page).data_offset)),
-                std::ptr::read_volatile(std::ptr::addr_of!((*page).data_size)),
-            )
-        };
-        // Kernels before 4.1 leave these 0: data starts after the first page.
-        let (data_offset, data_size) = if size == 0 {
-            (page_size, data_len as u64)
-        } else {
-            (offset as usize, size)
-        };
-        if data_offset + data_size as usize > map.len() || !data_size.is_power_of_two() {
-            return Err(TraceError::Ring {
-                cpu,
-                kib: (data_len / 1024) as u64,
-                why: format!("the kernel laid out the ring at {data_offset}+{data_size}, outside the mapping"),
-            });
-        }
+        let waking_filtered = open_redirected(rest, cpu, wakings, &mut counters)?;
+        let switch_records = open_switch_records(cpu, &counters[0]);
+        let (data_offset, data_size) = data_area(&map, cpu, page_size, data_len)?;
         Ok(CpuRing {
             cpu,
             counters,
@@ -299,6 +241,105 @@ pub fn lost_count(body: &[u8]) -> u64 {
 pub const RECORD_SAMPLE: u32 = bindings::PERF_RECORD_SAMPLE;
 pub const RECORD_LOST: u32 = bindings::PERF_RECORD_LOST;
 pub const RECORD_SWITCH_CPU_WIDE: u32 = bindings::PERF_RECORD_SWITCH_CPU_WIDE;
+
+/// The event that owns `cpu`'s ring (`first`, sched_switch), and the ring mapped.
+fn open_leader(
+    first: &TracepointId,
+    cpu: u32,
+    page_size: usize,
+    data_len: usize,
+) -> Result<(Counter, memmap2::MmapRaw), TraceError> {
+    let mut b = builder(first.id, cpu);
+    // Wake a poller when a quarter of the ring is full, so a burst is drained early;
+    // the regular drain needs no wake-up at all.
+    b.wakeup_watermark(data_len / 4);
+    let leader = b.build().map_err(|e| open_error(&first.name, cpu, &e))?;
+    let ring_error = |e: io::Error| TraceError::Ring {
+        cpu,
+        kib: (data_len / 1024) as u64,
+        why: ring_why(&e),
+    };
+    // The ring must exist before other events can be redirected into it.
+    let map = memmap2::MmapOptions::new()
+        .len(page_size + data_len)
+        .map_raw(leader.as_raw_fd())
+        .map_err(ring_error)?;
+    Ok((leader, map))
+}
+
+/// Open the other tracepoints on `cpu`, each redirected into the ring of `counters[0]`
+/// and pushed onto `counters`; whether sched_waking took the cross-CPU filter.
+fn open_redirected(
+    rest: &[TracepointId],
+    cpu: u32,
+    wakings: super::Wakings,
+    counters: &mut Vec<Counter>,
+) -> Result<bool, TraceError> {
+    let mut waking_filtered = false;
+    for tp in rest {
+        let counter = builder(tp.id, cpu)
+            .build()
+            .map_err(|e| open_error(&tp.name, cpu, &e))?;
+        set_output(&counter, &counters[0]).map_err(|e| open_error(&tp.name, cpu, &e))?;
+        if tp.name == "sched_waking" && wakings == super::Wakings::CrossCpu {
+            waking_filtered = set_filter(&counter, &format!("target_cpu != {cpu}")).is_ok();
+        }
+        counters.push(counter);
+    }
+    Ok(waking_filtered)
+}
+
+/// Some kernels (this project's 6.18 VMs among them) deliver no perf event raised
+/// while the idle task runs: a switch from idle to a task never shows as a
+/// sched_switch. perf's own context-switch records are written by the task switched
+/// in, so they do show it; they fill that gap (see mod.rs). None if this kernel has no
+/// such event or will not redirect it into `leader`'s ring.
+fn open_switch_records(cpu: u32, leader: &Counter) -> Option<Counter> {
+    Builder::new(Software::DUMMY)
+        .any_pid()
+        .one_cpu(cpu as usize)
+        .context_switch(true)
+        .sample_id_all(true)
+        .sample(SampleFlag::from_bits_retain(SWITCH_SAMPLE_TYPE))
+        .clockid(Clock::MONOTONIC)
+        .enabled(false)
+        .build()
+        .ok()
+        .filter(|c| set_output(c, leader).is_ok())
+}
+
+/// Where the ring's data lies in `map`, as the kernel says: (offset, size).
+fn data_area(
+    map: &memmap2::MmapRaw,
+    cpu: u32,
+    page_size: usize,
+    data_len: usize,
+) -> Result<(usize, u64), TraceError> {
+    let page = map.as_ptr() as *const bindings::perf_event_mmap_page;
+    // SAFETY: the first page of a perf mapping is the kernel's perf_event_mmap_page.
+    let (offset, size) = unsafe {
+        (
+            std::ptr::read_volatile(std::ptr::addr_of!((*page).data_offset)),
+            std::ptr::read_volatile(std::ptr::addr_of!((*page).data_size)),
+        )
+    };
+    // Kernels before 4.1 leave these 0: data starts after the first page.
+    let (data_offset, data_size) = if size == 0 {
+        (page_size, data_len as u64)
+    } else {
+        (offset as usize, size)
+    };
+    if data_offset + data_size as usize > map.len() || !data_size.is_power_of_two() {
+        return Err(TraceError::Ring {
+            cpu,
+            kib: (data_len / 1024) as u64,
+            why: format!(
+                "the kernel laid out the ring at {data_offset}+{data_size}, outside the mapping"
+            ),
+        });
+    }
+    Ok((data_offset, data_size))
+}
 
 fn set_output(event: &Counter, leader: &Counter) -> io::Result<()> {
     // SAFETY: both are open perf event descriptors; the ioctl takes the target fd.
