@@ -9,7 +9,7 @@ use super::{
     SeriesPoint, StageReport, TaskReport,
 };
 use crate::lab::experiment::{Finished, KnobEvent};
-use crate::lab::live::Live;
+use crate::lab::live::{Live, Summary};
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
 use crate::preset::{Headline as HeadlineKind, Preset};
 use crate::sampler::parse::policy_name;
@@ -43,33 +43,7 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
     for (t, ideal) in tasks.iter_mut().zip(&summary.ideal_share) {
         t.ideal_share = *ideal;
     }
-    let fairness = summary.fairness_error;
-    let throughput = summary.throughput_per_s;
-    let unit = progress_unit(preset, workload);
-    let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
-    let latency = store.latency_total.as_ref().and_then(|h| {
-        Some(super::LatencyReport {
-            percentiles: h.percentiles()?,
-            histogram: h.report_buckets(),
-            intervals: store.latency.iter().copied().collect(),
-        })
-    });
-    let percentiles = latency.as_ref().map(|l| l.percentiles);
-    let headline = headline(
-        preset,
-        &tasks,
-        throughput,
-        &unit,
-        percentiles,
-        latency_dropped,
-        fairness,
-    );
-    let cpu = cpu_reports(store);
-    let cpu_idle_share = if cpu.is_empty() {
-        0.0
-    } else {
-        cpu.iter().map(|c| c.idle_share).sum::<f64>() / cpu.len() as f64
-    };
+    let metrics = metrics(f, live, &summary, &tasks);
     let refused = f.started.warnings.clone();
     let mut report = RunReport {
         preset: preset.name.clone(),
@@ -82,21 +56,7 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
         settings: preset.knob_table().into_iter().collect::<BTreeMap<_, _>>(),
         overrides: asked.overrides.to_vec(),
         tasks,
-        metrics: Metrics {
-            throughput_per_s: throughput,
-            throughput_unit: unit,
-            latency,
-            latency_dropped,
-            fairness_error: fairness,
-            stages: stages(workload, store.start_ns.unwrap_or(0)),
-            cpu,
-            cpu_idle_share,
-            // Without a cgroup, what a command forks is not counted as the experiment's.
-            foreign_cpus: store
-                .foreign_summary()
-                .filter(|_| workload.usage().is_some() || !workload.forks()),
-            headline,
-        },
+        metrics,
         partial: !refused.is_empty(),
         warnings: refused.clone(),
         refused,
@@ -110,6 +70,54 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
     flag_foreign_load(&mut report, store, workload);
     super::trace::add_trace(&mut report, f, store);
     report
+}
+
+/// The run's metrics: the headline (from the live model's summary), latency, stages,
+/// CPUs and foreign load.
+fn metrics(f: &Finished, live: &Live, summary: &Summary, tasks: &[TaskReport]) -> Metrics {
+    let preset = &f.session.preset;
+    let store = &live.store;
+    let workload = &f.session.workload;
+    let unit = progress_unit(preset, workload);
+    let latency_dropped = store.latency_total.as_ref().map(|h| h.dropped);
+    let latency = store.latency_total.as_ref().and_then(|h| {
+        Some(super::LatencyReport {
+            percentiles: h.percentiles()?,
+            histogram: h.report_buckets(),
+            intervals: store.latency.iter().copied().collect(),
+        })
+    });
+    let percentiles = latency.as_ref().map(|l| l.percentiles);
+    let headline = headline(
+        preset,
+        tasks,
+        summary.throughput_per_s,
+        &unit,
+        percentiles,
+        latency_dropped,
+        summary.fairness_error,
+    );
+    let cpu = cpu_reports(store);
+    let cpu_idle_share = if cpu.is_empty() {
+        0.0
+    } else {
+        cpu.iter().map(|c| c.idle_share).sum::<f64>() / cpu.len() as f64
+    };
+    Metrics {
+        throughput_per_s: summary.throughput_per_s,
+        throughput_unit: unit,
+        latency,
+        latency_dropped,
+        fairness_error: summary.fairness_error,
+        stages: stages(workload, store.start_ns.unwrap_or(0)),
+        cpu,
+        cpu_idle_share,
+        // Without a cgroup, what a command forks is not counted as the experiment's.
+        foreign_cpus: store
+            .foreign_summary()
+            .filter(|_| workload.usage().is_some() || !workload.forks()),
+        headline,
+    }
 }
 
 /// A knob event as the report and the CSV show it.

@@ -1,0 +1,191 @@
+//! What the outside world tells the App: a started experiment, its samples and trace,
+//! tasks that joined, the answers to knob changes, recording and trace news.
+
+use super::*;
+
+impl App {
+    /// News from the controller (or a replay's records): everything but the user's input.
+    pub(super) fn news(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Batch(batch) => {
+                // A paused replay still takes the samples it is stepped or seeked to.
+                if !self.ui.paused || self.replay {
+                    self.live.push(&batch);
+                }
+                Vec::new()
+            }
+            Action::Started(s) => {
+                self.start(*s);
+                Vec::new()
+            }
+            Action::Joined(tasks) => {
+                let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+                self.say(format!("joined: {}", names.join(", ")));
+                self.join(tasks);
+                Vec::new()
+            }
+            Action::Reattached { tasks, kept, gone } => {
+                self.join(tasks);
+                let mut line = Vec::new();
+                if !kept.is_empty() {
+                    line.push(format!("attached again: {}", kept.join(", ")));
+                }
+                if !gone.is_empty() {
+                    line.push(format!(
+                        "exited since it was picked, so no longer attached: {}",
+                        gone.join(", ")
+                    ));
+                }
+                // One line; an exit is what the user did not ask for.
+                self.tell(line.join("; "), !gone.is_empty());
+                Vec::new()
+            }
+            Action::KnobResult { setting, result } => self.knob_result(&setting, result),
+            Action::SystemKnobs(k) => {
+                self.knobs = k;
+                self.ui.selected_knob = self
+                    .ui
+                    .selected_knob
+                    .min(self.knobs.len().saturating_sub(1));
+                Vec::new()
+            }
+            Action::Processes(rows) => {
+                self.open_picker(rows);
+                Vec::new()
+            }
+            Action::Presets(p) => {
+                self.presets = p;
+                Vec::new()
+            }
+            Action::Recording(r) => self.recording_result(r),
+            Action::Tracing(r) => self.tracing_result(r),
+            Action::Trace(batch) => self.take_trace(&batch),
+            Action::TraceExportProgress { written, total } => {
+                self.export_progress(written, total);
+                Vec::new()
+            }
+            Action::TraceExported(r) => {
+                self.trace_exported(r);
+                Vec::new()
+            }
+            Action::Error(e) => {
+                self.complain(e);
+                Vec::new()
+            }
+            Action::Stopped(_) => {
+                self.quit = true;
+                Vec::new()
+            }
+            // The user's input is `update`'s own.
+            Action::Key(_) | Action::Mouse(_) | Action::Resize(..) => Vec::new(),
+        }
+    }
+
+    /// Tasks that joined the running experiment, after the others in task order.
+    fn join(&mut self, tasks: Vec<TaskInfo>) {
+        self.live.join(tasks);
+    }
+
+    fn knob_result(&mut self, setting: &str, result: Result<String, KnobError>) -> Vec<Effect> {
+        match result {
+            Ok(v) => {
+                let label = match setting.split_once('=') {
+                    Some((k, val)) => format!("{k} -> {val}"),
+                    None => setting.to_string(),
+                };
+                self.live.mark(label);
+                self.say(knob_line(setting, &v));
+            }
+            Err(e) => self.complain(knob_line(setting, &e.to_string())),
+        }
+        Vec::new()
+    }
+
+    fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
+        match r {
+            Ok(Some(path)) => {
+                self.say(format!("recording to {path}"));
+                self.recording = Some(path);
+            }
+            Ok(None) => {
+                let path = self.recording.take().unwrap_or_default();
+                self.say(format!("recording saved: {path}"));
+            }
+            Err(e) => self.complain(e.to_string()),
+        }
+        Vec::new()
+    }
+
+    fn tracing_result(&mut self, r: Result<bool, TraceError>) -> Vec<Effect> {
+        match r {
+            Ok(true) => {
+                self.tracing = true;
+                let export = self.key_label(Command::ExportTrace);
+                let trace = self.key_label(Command::Trace);
+                self.say(format!(
+                    "tracing on: {export} writes the last {} s (at most {} events) as a Perfetto timeline; {trace} stops",
+                    TRACE_KEEP.as_secs(),
+                    crate::report::perfetto::grouped(crate::trace::KEEP_MAX_EVENTS as u64)
+                ));
+            }
+            Ok(false) => {
+                self.tracing = false;
+                self.say("tracing off");
+            }
+            Err(e) => {
+                // On when refused: a restart or an export could not trace again.
+                let text = if self.tracing {
+                    format!("tracing stopped: {e}")
+                } else {
+                    e.to_string()
+                };
+                self.tracing = false;
+                self.complain(text);
+            }
+        }
+        Vec::new()
+    }
+
+    /// A trace interval into the store (by thread id), and the preemptors so far.
+    fn take_trace(&mut self, batch: &TraceBatch) -> Vec<Effect> {
+        // Paused like the samples: the graphs stand still.
+        if self.ui.paused && !self.replay {
+            return Vec::new();
+        }
+        if self.live.push_trace(batch) {
+            // Said once; the header keeps the running total.
+            self.complain(format!(
+                "the trace lost {} events (its rings were full): its counts are low by about that many",
+                batch.lost
+            ));
+        }
+        Vec::new()
+    }
+
+    fn start(&mut self, s: Started) {
+        let n = s.tasks.len();
+        self.live = Live::new(&s, RETENTION, Duration::ZERO);
+        self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));
+        self.ui.note_scroll = 0;
+        self.keep_selection_visible();
+        self.kernel = s.kernel;
+        self.cpus = s.cpus;
+        let name = s.preset.name.clone();
+        self.preset = Some(s.preset);
+        if s.warnings.is_empty() {
+            let k = |c| self.key_label(c);
+            let text = format!(
+                "{name} running: select a task and press {}, {}/{}, {} or {}; {} for help",
+                k(Command::Policy),
+                k(Command::NiceUp),
+                k(Command::NiceDown),
+                k(Command::Cpus),
+                k(Command::Slice),
+                k(Command::Help),
+            );
+            self.say(text);
+        } else {
+            self.complain(s.warnings.join("; "));
+        }
+    }
+}
