@@ -176,8 +176,23 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         times.push(batch.t_ns);
         assert_eq!(batch.tasks.len(), 1);
         assert!(batch.tasks[0].alive);
+        assert_eq!(
+            batch.interval_ns,
+            INTERVAL.as_nanos() as u64,
+            "what it kept"
+        );
         sampler.recycle(batch);
     }
+    // A new interval: the handle says it at once, the rounds from the next one on.
+    let slower = INTERVAL * 2;
+    sampler.send(schedlab::sampler::Command::SetInterval(slower));
+    assert_eq!(sampler.interval(), slower);
+    let carried = common::wait_until(common::PATIENCE, || {
+        sampler
+            .recv_timeout(common::PATIENCE)
+            .is_some_and(|b| b.interval_ns == slower.as_nanos() as u64)
+    });
+    assert!(carried, "a round taken at the new interval says so");
     drop(sampler);
     let late = reference.join().expect("the reference thread");
     assert_eq!(

@@ -321,6 +321,20 @@ fn pause_stops_taking_batches_and_tells_the_sampler() {
 }
 
 #[test]
+fn a_replay_shows_the_interval_its_recording_was_sampled_at_and_live_the_one_asked_for() {
+    let sampled_at = |replay: bool| {
+        let mut app = running_app();
+        app.replay = replay;
+        let mut b = batch(9);
+        b.interval_ns = 250_000_000;
+        app.update(Action::Batch(Box::new(b)));
+        app.ui.interval
+    };
+    assert_eq!(sampled_at(true), Duration::from_millis(250));
+    assert_eq!(sampled_at(false), Duration::from_millis(100));
+}
+
+#[test]
 fn interval_and_zoom_step_through_their_ranges() {
     let mut app = running_app();
     assert_eq!(

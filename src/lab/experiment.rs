@@ -379,9 +379,9 @@ impl Experiment {
         &mut self,
         on: bool,
         keep: Option<Duration>,
-        interval: Duration,
         sys: &mut SystemKnobs,
     ) -> Result<(), TraceError> {
+        let interval = self.sampler.interval();
         match (on, self.tracer.take()) {
             (true, Some(t)) => self.tracer = Some(t),
             (true, None) => match start_tracer(&self.session, interval, keep, self.wakings, sys) {
@@ -416,13 +416,12 @@ impl Experiment {
     pub fn hand_over_trace(
         &mut self,
         keep: Option<Duration>,
-        interval: Duration,
         sys: &mut SystemKnobs,
     ) -> (Option<Tracer>, Result<(), TraceError>) {
         let Some(old) = self.tracer.take() else {
             return (None, Ok(()));
         };
-        let result = self.set_tracing(true, keep, interval, sys);
+        let result = self.set_tracing(true, keep, sys);
         (Some(old), result)
     }
 
@@ -438,6 +437,12 @@ impl Experiment {
             .as_mut()
             .map(|t| std::mem::take(&mut t.events_kept))
             .unwrap_or_default()
+    }
+
+    /// The sampling interval: the sampler's, the one place it is kept (the trace's
+    /// intervals follow it when a trace starts).
+    pub fn interval(&self) -> Duration {
+        self.sampler.interval()
     }
 
     pub fn set_interval(&self, d: Duration) {

@@ -135,6 +135,10 @@ pub struct Batch {
     pub system: SystemSample,
     /// How long the round took to read, in ns (the sampler's own cost).
     pub cost_ns: u64,
+    /// The interval the sampler kept when it took this round, in ns: the one place the
+    /// workbench learns it from (0 in recordings made before it was recorded).
+    #[serde(default)]
+    pub interval_ns: u64,
 }
 
 /// Commands the consumer sends to the sampler thread.
@@ -361,6 +365,8 @@ fn read_task(reader: &mut TaskReader, reads: Reads, buf: &mut Vec<u8>, shm: Opti
 
 /// The sampler thread and its channels.
 pub struct Sampler {
+    /// The interval the thread was last told to keep (it obeys commands in order).
+    interval: std::cell::Cell<Duration>,
     commands: Sender<Command>,
     batches: Receiver<Batch>,
     recycle: Sender<Batch>,
@@ -393,6 +399,7 @@ impl Sampler {
                 )
             })?;
         Ok(Sampler {
+            interval: std::cell::Cell::new(interval.max(Duration::from_millis(1))),
             commands: cmd_tx,
             batches: batch_rx,
             recycle: recycle_tx,
@@ -401,7 +408,15 @@ impl Sampler {
     }
 
     pub fn send(&self, cmd: Command) {
+        if let Command::SetInterval(d) = &cmd {
+            self.interval.set((*d).max(Duration::from_millis(1)));
+        }
         let _ = self.commands.send(cmd);
+    }
+
+    /// The interval the sampler keeps.
+    pub fn interval(&self) -> Duration {
+        self.interval.get()
     }
 
     /// The next batch, if one arrives within `timeout`.
@@ -441,6 +456,7 @@ fn sampler_loop(
             let mut batch = recycle.try_recv().unwrap_or_default();
             last_round = Some(Instant::now());
             reader.sample_into(&mut batch);
+            batch.interval_ns = interval.as_nanos() as u64;
             if batches.send(batch).is_err() {
                 return;
             }

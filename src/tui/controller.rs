@@ -126,6 +126,8 @@ struct Controller {
     /// The preset a restart starts again (with the live changes made so far).
     preset: Preset,
     exe: PathBuf,
+    /// The interval the next experiment starts with, like `preset`: the command line's,
+    /// then the last experiment's. While one runs, its sampler keeps the interval.
     interval: Duration,
     /// Which sched_waking events a trace asks the kernel for.
     wakings: crate::trace::Wakings,
@@ -182,12 +184,10 @@ impl Controller {
     fn handle(&mut self, request: Effect) {
         match request {
             Effect::Apply(s) => self.apply(&s),
-            Effect::SetInterval(d) => {
-                self.interval = d;
-                if let Some(exp) = &self.running {
-                    exp.set_interval(d);
-                }
-            }
+            Effect::SetInterval(d) => match &self.running {
+                Some(exp) => exp.set_interval(d),
+                None => self.interval = d,
+            },
             Effect::Pause(p) => {
                 if let Some(exp) = &self.running {
                     exp.pause(p);
@@ -248,6 +248,7 @@ impl Controller {
     fn stop(&mut self) {
         if let Some(mut exp) = self.running.take() {
             self.recorder = exp.take_recorder();
+            self.interval = exp.interval();
             drop(exp.stop());
         }
     }
@@ -402,7 +403,7 @@ impl Controller {
             return Ok(on);
         };
         let was_on = exp.tracing().0;
-        let result = exp.set_tracing(on, Some(TRACE_KEEP), self.interval, &mut self.sys);
+        let result = exp.set_tracing(on, Some(TRACE_KEEP), &mut self.sys);
         self.tracing = on && result.is_ok();
         if was_on && !on {
             self.forward_pending();
@@ -439,7 +440,7 @@ impl Controller {
         let Some(exp) = self.running.as_mut() else {
             return (Err(TimelineError::NoWorkload), Ok(false));
         };
-        let (old, restarted) = exp.hand_over_trace(Some(TRACE_KEEP), self.interval, &mut self.sys);
+        let (old, restarted) = exp.hand_over_trace(Some(TRACE_KEEP), &mut self.sys);
         self.tracing = restarted.is_ok();
         let Some(old) = old else {
             return (Err(TimelineError::NotTracing), Ok(false));
