@@ -9,8 +9,8 @@ use super::{usage, Partial};
 use crate::cli::HeadlessArgs;
 use crate::headless::run::RunOptions;
 use crate::knob::journal;
-use crate::knob::sys::{self, SystemKnobs};
-use crate::lab::session::split;
+use crate::knob::sys::{self, SysSetting, SystemKnobs};
+use crate::lab::session::{route_typed, split_typed, untyped, Routed};
 use crate::preset::setting::{parse_duration, Setting};
 use crate::preset::{self, Preset};
 
@@ -70,12 +70,13 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
         settings.push(s.parse::<Setting>().map_err(usage)?);
         overrides.push(format!("--set {s}"));
     }
-    let (task_sets, system_sets) = split(&settings).map_err(usage)?;
+    let (task_sets, system_sets) = split_typed(&settings).map_err(usage)?;
     sys::precheck(
-        system_sets.iter().map(|(k, s)| (k, s.value.as_str())),
+        system_sets.iter().map(|(set, _)| set),
         &sys::Probe::detect(),
     )
     .map_err(usage)?;
+    let system_sets = untyped(system_sets);
     p.apply_all(&task_sets).map_err(usage)?;
     p.tasks(&crate::system::online_cpus()).map_err(usage)?;
 
@@ -137,13 +138,16 @@ pub fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
 /// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
 /// fails before anything starts.
 pub fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
-    if let crate::lab::session::Route::Sys(knob) = crate::lab::session::route(s).map_err(usage)? {
-        let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
-        sys::precheck(
-            start.chain([(&knob, s.value.as_str())]),
-            &sys::Probe::detect(),
-        )
-        .map_err(usage)?;
+    if let Routed::Sys(later) = route_typed(s).map_err(usage)? {
+        // The run options carry the start's settings untyped: parsed again, as routed.
+        let mut sets = opts
+            .system_sets
+            .iter()
+            .map(|(k, s)| SysSetting::parse(k.clone(), &s.value))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(usage)?;
+        sets.push(later);
+        sys::precheck(&sets, &sys::Probe::detect()).map_err(usage)?;
     } else {
         preset
             .clone()
