@@ -9,7 +9,7 @@ use super::{usage, Partial};
 use crate::cli::HeadlessArgs;
 use crate::headless::run::RunOptions;
 use crate::knob::journal;
-use crate::knob::sys::{self, SysSetting, SystemKnobs};
+use crate::knob::sys::{self, SysKnob, SysSetting, SystemKnobs};
 use crate::lab::session::{route_typed, split_typed, untyped, Routed};
 use crate::preset::setting::{parse_duration, Setting};
 use crate::preset::{self, Preset};
@@ -59,26 +59,7 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
             humantime::format_duration(2 * interval_d)
         )));
     }
-    let mut overrides = Vec::new();
-    let mut settings = Vec::new();
-    if let Some(v) = variant {
-        let variant = p.variant(v).map_err(usage)?;
-        settings.extend(variant.set.iter().cloned());
-        overrides.push(format!("--variant {v}"));
-    }
-    for s in sets {
-        settings.push(s.parse::<Setting>().map_err(usage)?);
-        overrides.push(format!("--set {s}"));
-    }
-    let (task_sets, system_sets) = split_typed(&settings).map_err(usage)?;
-    sys::precheck(
-        system_sets.iter().map(|(set, _)| set),
-        &sys::Probe::detect(),
-    )
-    .map_err(usage)?;
-    let system_sets = untyped(system_sets);
-    p.apply_all(&task_sets).map_err(usage)?;
-    p.tasks(&crate::system::online_cpus()).map_err(usage)?;
+    let (overrides, system_sets) = apply_settings(&mut p, variant, sets)?;
 
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
     let stop = crate::system::stop_on_signals().context("installing signal handlers")?;
@@ -104,6 +85,36 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
         opts,
         system,
     })
+}
+
+/// Apply the variant's and the `--set` settings to `p` (task and cgroup ones) and check
+/// the system ones against the machine: the overrides to report, and the system
+/// settings for the run.
+fn apply_settings(
+    p: &mut Preset,
+    variant: Option<&str>,
+    sets: &[String],
+) -> Result<(Vec<String>, Vec<(SysKnob, Setting)>)> {
+    let mut overrides = Vec::new();
+    let mut settings = Vec::new();
+    if let Some(v) = variant {
+        let variant = p.variant(v).map_err(usage)?;
+        settings.extend(variant.set.iter().cloned());
+        overrides.push(format!("--variant {v}"));
+    }
+    for s in sets {
+        settings.push(s.parse::<Setting>().map_err(usage)?);
+        overrides.push(format!("--set {s}"));
+    }
+    let (task_sets, system_sets) = split_typed(&settings).map_err(usage)?;
+    sys::precheck(
+        system_sets.iter().map(|(set, _)| set),
+        &sys::Probe::detect(),
+    )
+    .map_err(usage)?;
+    p.apply_all(&task_sets).map_err(usage)?;
+    p.tasks(&crate::system::online_cpus()).map_err(usage)?;
+    Ok((overrides, untyped(system_sets)))
 }
 
 /// Restore the journal and say what could not be restored.
