@@ -272,24 +272,8 @@ fn proc_cgroup_path(pid: u32) -> Option<String> {
     })
 }
 
-#[test]
-fn real_v1_create_set_get_move_and_restore() {
-    let _machine = crate::testing::machine_lock();
-    let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(root) = real_v1() else { return };
-    let root_rt = std::fs::read_to_string(root.mount.join("cpu.rt_runtime_us")).expect("root rt");
-    let mut guard = Guard::new();
-    let names = vec!["fast".to_string(), "slow".to_string()];
-    let cg = Cgroups::create(root.clone(), &names, &mut guard.journal).expect("create");
-    let base = cg.base().to_path_buf();
-    assert_eq!(
-        base,
-        root.mount.join(format!("schedlab-{}", std::process::id()))
-    );
-    assert!(base.join("fast").is_dir() && base.join("slow").is_dir());
-    assert_eq!(guard.journal.entries().len(), 3);
-    assert_eq!(cg.version(), Version::V1);
-
+/// Weight (as shares), quota and idle on a real v1 hierarchy.
+fn v1_weight_quota_idle(cg: &Cgroups) {
     assert_eq!(cg.get("fast", "weight"), Ok("100".into()));
     assert_eq!(cg.set("fast", "weight", "50"), Ok("50".into()));
     assert_eq!(content(&cg, "fast", "cpu.shares").trim(), "512");
@@ -317,7 +301,10 @@ fn real_v1_create_set_get_move_and_restore() {
         .to_string();
     assert!(e.contains("EINVAL") && e.contains("idle 0"), "{e}");
     assert_eq!(cg.set("slow", "idle", "0"), Ok("0".into()));
+}
 
+/// rt_runtime_us: the base group holds the sum of its groups', within the root's.
+fn v1_rt_runtime_keeps_the_base_in_step(cg: &Cgroups, base: &Path) {
     assert_eq!(cg.get("fast", "rt_runtime_us"), Ok("0".into()));
     assert_eq!(
         cg.set("fast", "rt_runtime_us", "100ms"),
@@ -361,7 +348,10 @@ fn real_v1_create_set_get_move_and_restore() {
             .trim(),
         "50000"
     );
+}
 
+/// Moving a task: a FIFO one only into a group with RT runtime, which then cannot lose it.
+fn v1_moves_follow_rt_runtime(cg: &Cgroups, guard: &mut Guard, base: &Path) {
     let child = std::process::Command::new("sleep")
         .arg("5")
         .spawn()
@@ -414,6 +404,29 @@ fn real_v1_create_set_get_move_and_restore() {
         e,
         "unknown cgroup \"nope\": this preset's cgroups are fast, slow"
     );
+}
+
+#[test]
+fn real_v1_create_set_get_move_and_restore() {
+    let _machine = crate::testing::machine_lock();
+    let _serial = REAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(root) = real_v1() else { return };
+    let root_rt = std::fs::read_to_string(root.mount.join("cpu.rt_runtime_us")).expect("root rt");
+    let mut guard = Guard::new();
+    let names = vec!["fast".to_string(), "slow".to_string()];
+    let cg = Cgroups::create(root.clone(), &names, &mut guard.journal).expect("create");
+    let base = cg.base().to_path_buf();
+    assert_eq!(
+        base,
+        root.mount.join(format!("schedlab-{}", std::process::id()))
+    );
+    assert!(base.join("fast").is_dir() && base.join("slow").is_dir());
+    assert_eq!(guard.journal.entries().len(), 3);
+    assert_eq!(cg.version(), Version::V1);
+
+    v1_weight_quota_idle(&cg);
+    v1_rt_runtime_keeps_the_base_in_step(&cg, &base);
+    v1_moves_follow_rt_runtime(&cg, &mut guard, &base);
 
     let restored = guard.finish();
     assert_eq!(restored.len(), 3);
