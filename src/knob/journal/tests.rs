@@ -1,3 +1,5 @@
+//! The knob journal: records, restores, locks and what it refuses, on files in a tempdir.
+
 use super::*;
 
 fn contents(path: &Path) -> String {

@@ -1,3 +1,5 @@
+//! The ping-pong: its gate, its counts, its lengths and its arithmetic.
+
 use std::time::Instant;
 
 use super::*;

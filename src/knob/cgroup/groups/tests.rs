@@ -1,3 +1,5 @@
+//! Cgroups on fake directories, and on a real v1 hierarchy where the machine has one.
+
 use super::*;
 use crate::knob::cgroup::{detect, KNOBS};
 use std::collections::HashMap;
