@@ -87,6 +87,9 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
     })
 }
 
+/// System settings as the run options carry them.
+type SystemSets = Vec<(SysKnob, Setting)>;
+
 /// Apply the variant's and the `--set` settings to `p` (task and cgroup ones) and check
 /// the system ones against the machine: the overrides to report, and the system
 /// settings for the run.
@@ -94,7 +97,7 @@ fn apply_settings(
     p: &mut Preset,
     variant: Option<&str>,
     sets: &[String],
-) -> Result<(Vec<String>, Vec<(SysKnob, Setting)>)> {
+) -> Result<(Vec<String>, SystemSets)> {
     let mut overrides = Vec::new();
     let mut settings = Vec::new();
     if let Some(v) = variant {

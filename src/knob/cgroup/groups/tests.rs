@@ -278,7 +278,7 @@ fn proc_cgroup_path(pid: u32) -> Option<String> {
 fn v1_weight_quota_idle(cg: &Cgroups) {
     assert_eq!(cg.get("fast", "weight"), Ok("100".into()));
     assert_eq!(cg.set("fast", "weight", "50"), Ok("50".into()));
-    assert_eq!(content(&cg, "fast", "cpu.shares").trim(), "512");
+    assert_eq!(content(cg, "fast", "cpu.shares").trim(), "512");
     assert_eq!(cg.set("slow", "shares", "2048"), Ok("2048".into()));
     assert_eq!(cg.get("slow", "weight"), Ok("200".into()));
     assert_eq!(cg.set("fast", "weight", "3"), Ok("3".into()));
@@ -288,13 +288,13 @@ fn v1_weight_quota_idle(cg: &Cgroups) {
         cg.set("fast", "quota", "50ms/100ms"),
         Ok("50000/100000".into())
     );
-    assert_eq!(content(&cg, "fast", "cpu.cfs_quota_us").trim(), "50000");
+    assert_eq!(content(cg, "fast", "cpu.cfs_quota_us").trim(), "50000");
     assert_eq!(
         cg.set("fast", "quota", "150ms/200ms"),
         Ok("150000/200000".into())
     );
     assert_eq!(cg.set("fast", "quota", "max"), Ok("max".into()));
-    assert_eq!(content(&cg, "fast", "cpu.cfs_quota_us").trim(), "-1");
+    assert_eq!(content(cg, "fast", "cpu.cfs_quota_us").trim(), "-1");
 
     assert_eq!(cg.set("slow", "idle", "1"), Ok("1".into()));
     let e = cg
