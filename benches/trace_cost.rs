@@ -16,13 +16,7 @@ const ROUNDS: usize = 3;
 
 /// The pair on CPU 0, at the gate.
 fn pair(run: Duration) -> PingPong {
-    let pp = PingPong::start(&Setup {
-        cpu: 0,
-        nice: None,
-        run,
-        stop: None,
-    })
-    .unwrap_or_else(|e| panic!("{e:#}"));
+    let pp = PingPong::start(&Setup::one_cpu(0, run)).unwrap_or_else(|e| panic!("{e:#}"));
     // Let both block at the gate.
     std::thread::sleep(Duration::from_millis(50));
     pp

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use schedlab::error::KnobError;
 use schedlab::knob::sys::SystemKnobs;
-use schedlab::knob::sys::{Probe, SysKnob};
+use schedlab::knob::sys::{Probe, SysKnob, SysSetting};
 use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
@@ -21,6 +21,11 @@ const ROOT_RT_RUNTIME: &str = "/sys/fs/cgroup/cpu/cpu.rt_runtime_us";
 const ROOT_RT_PERIOD: &str = "/sys/fs/cgroup/cpu/cpu.rt_period_us";
 const RR: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
+/// A value the knob's form allows (the later checks are against the machine).
+fn typed(knob: SysKnob, value: &str) -> SysSetting {
+    SysSetting::parse(knob, value).unwrap_or_else(|e| panic!("{e}"))
+}
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path)
@@ -104,7 +109,7 @@ fn rt_runtime_lowering_and_raising_keep_the_root_cgroup_in_order_and_restore() {
     let mut sys = SystemKnobs::new(journal_path(&dir));
     let before = (read(RT_RUNTIME), read(ROOT_RT_RUNTIME));
     let got = sys
-        .set(&SysKnob::RtRuntime, "600000", false)
+        .set(&typed(SysKnob::RtRuntime, "600000"), false)
         .expect("lowering works");
     assert_eq!(got, "600000");
     assert_eq!(read(RT_RUNTIME), "600000");
@@ -116,7 +121,7 @@ fn rt_runtime_lowering_and_raising_keep_the_root_cgroup_in_order_and_restore() {
         );
     }
     assert!(journal_path(&dir).exists(), "journaled before the write");
-    sys.set(&SysKnob::RtRuntime, "900000", false)
+    sys.set(&typed(SysKnob::RtRuntime, "900000"), false)
         .expect("raising works");
     assert_eq!(read(RT_RUNTIME), "900000");
     let restored = sys.restore();
@@ -139,27 +144,28 @@ fn rt_period_rr_timeslice_and_autogroup_apply_and_restore() {
         // Seen twice in CI: a transient EBUSY (an earlier test's task still holding
         // bandwidth). schedlab itself retries busy writes for a second.
         assert_eq!(
-            sys.set(&SysKnob::RtPeriod, "1100000", false)
+            sys.set(&typed(SysKnob::RtPeriod, "1100000"), false)
                 .expect("longer period"),
             "1100000"
         );
         assert_eq!(
-            sys.set(&SysKnob::RtPeriod, "1000000", false).expect("back"),
+            sys.set(&typed(SysKnob::RtPeriod, "1000000"), false)
+                .expect("back"),
             "1000000"
         );
         let rr = sys
-            .set(&SysKnob::RrTimeslice, "40", false)
+            .set(&typed(SysKnob::RrTimeslice, "40"), false)
             .expect("rr timeslice");
         // The kernel rounds to whole ticks (HZ=250 here: 40 ms is 10 ticks).
         assert_eq!(read(RR), rr);
         assert!(rr.parse::<u32>().expect("number") >= 36);
         let flipped = if before[3] == "1" { "0" } else { "1" };
         assert_eq!(
-            sys.set(&SysKnob::Autogroup, flipped, false)
+            sys.set(&typed(SysKnob::Autogroup, flipped), false)
                 .expect("autogroup"),
             flipped
         );
-        let err = sys.set(&SysKnob::RtPeriod, "10", false).unwrap_err();
+        let err = sys.set(&typed(SysKnob::RtPeriod, "10"), false).unwrap_err();
         assert!(matches!(err, KnobError::Invalid(_)), "bad input: {err:?}");
         assert!(err.to_string().contains("allowed"), "{err}");
         assert_eq!(
@@ -182,7 +188,7 @@ fn unthrottled_rt_is_refused_while_rt_tasks_run_unless_insisted() {
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let mut sys = SystemKnobs::new(journal_path(&dir));
-    let err = sys.set(&SysKnob::RtRuntime, "-1", true).unwrap_err();
+    let err = sys.set(&typed(SysKnob::RtRuntime, "-1"), true).unwrap_err();
     assert!(matches!(err, KnobError::Refused(_)), "{err:?}");
     let err = err.to_string();
     assert!(
@@ -200,7 +206,7 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
     let was_mounted = debugfs_mounted();
     {
         let mut sys = SystemKnobs::new(journal_path(&dir));
-        let unmounted = sys.set(&SysKnob::Tunable("base_slice_ns"), "3000000", false);
+        let unmounted = sys.set(&typed(SysKnob::Tunable("base_slice_ns"), "3000000"), false);
         if !was_mounted {
             assert!(unmounted
                 .unwrap_err()
@@ -212,7 +218,10 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
             schedlab::knob::sys::read_features(&sys.probe).expect("features readable or decodable");
         assert!(features.0.iter().any(|(n, _)| n == "WA_IDLE"));
         let err = sys
-            .set(&SysKnob::Feature("SYNC_WAKEUPS".into()), "off", false)
+            .set(
+                &typed(SysKnob::Feature("SYNC_WAKEUPS".into()), "off"),
+                false,
+            )
             .unwrap_err()
             .to_string();
         assert!(
@@ -241,7 +250,7 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
                     (SysKnob::Tunable("migration_cost_ns"), "250000"),
                     (SysKnob::Preempt, "full"),
                 ] {
-                    let err = sys.set(&knob, value, false).unwrap_err();
+                    let err = sys.set(&typed(knob.clone(), value), false).unwrap_err();
                     assert!(matches!(err, KnobError::Refused(_)), "{err:?}");
                     let err = err.to_string();
                     assert!(
@@ -271,7 +280,7 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
                     .expect("readable");
                 let flipped = if was == "on" { "off" } else { "on" };
                 assert_eq!(
-                    sys.set(&SysKnob::Feature("WA_BIAS".into()), flipped, false)
+                    sys.set(&typed(SysKnob::Feature("WA_BIAS".into()), flipped), false)
                         .expect("write"),
                     flipped
                 );

@@ -106,13 +106,7 @@ fn wait_sleeping(tids: &[i32]) {
 /// the pair even in a debug build; a nice-19 pair (as this once was) got ~1.5 % of a
 /// CPU that a CPU hog shared, and too few rounds to judge.
 fn ping_pong(run: Duration) -> PingPong {
-    PingPong::start(&Setup {
-        cpu: 0,
-        nice: None,
-        run,
-        stop: None,
-    })
-    .unwrap_or_else(|e| panic!("{e:#}"))
+    PingPong::start(&Setup::one_cpu(0, run)).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 fn pipe() -> (std::fs::File, std::fs::File) {

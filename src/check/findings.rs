@@ -3,10 +3,12 @@
 use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
-use super::measure::{self, LoadWindow, StatSnapshot, Watched};
+use super::measure::{self, LoadWindow, StatSnapshot};
 use super::verdict;
+use super::watch::Watched;
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
+use crate::lab::pingpong::Measured;
 use crate::report::check::{CheckData, Finding, Verdict, OTHER_LOAD_NOTE};
 use crate::report::{ns, si, RunReport, TaskReport};
 use crate::trace::TraceFinal;
@@ -88,7 +90,7 @@ pub(super) fn latency_finding(
 
 pub(super) fn switch_finding(
     mut f: Finding,
-    p: &measure::PingPong,
+    p: &Measured,
     judged: (Verdict, String),
     ratio: Option<f64>,
 ) -> Finding {

@@ -9,6 +9,7 @@ mod plots;
 mod progress;
 mod traced;
 pub mod verdict;
+mod watch;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use anyhow::{anyhow, Context, Result};
 
 use crate::headless::run::{run, RunOptions};
 use crate::knob::sys::SystemKnobs;
+use crate::lab::pingpong::{self, Pinning, Setup};
 use crate::preset::{self, Preset};
 use crate::report::check::{
     finding, CheckData, CheckReport, Finding, Verdict, BUDGET_S, IDS, QUICK_BUDGET_S,
@@ -129,6 +131,14 @@ pub fn check(exe: &Path, opts: &CheckOptions, sys: &mut SystemKnobs) -> Result<C
     Ok(c.report(started, &whole))
 }
 
+/// How long a ping-pong side may take past its run to end.
+const PINGPONG_GRACE: Duration = Duration::from_secs(10);
+
+/// `perf bench sched pipe -T`, pinned as `pin`, for `run`.
+fn switch_cost(pin: Pinning, run: Duration, stop: &Arc<AtomicBool>) -> Result<pingpong::Measured> {
+    pingpong::run(&Setup::sched_pipe(pin, run, stop), PINGPONG_GRACE)
+}
+
 /// One check under way: what its steps share and what they have found so far.
 struct Checker<'a> {
     exe: &'a Path,
@@ -232,7 +242,7 @@ impl<'a> Checker<'a> {
         );
         let mut same_us = 0.0;
         self.measured(f, |c, f| {
-            match measure::pipe_pingpong(cpu_a, cpu_a, c.budget.switch, &c.opts.stop) {
+            match switch_cost(Pinning::Same(cpu_a), c.budget.switch, &c.opts.stop) {
                 Ok(p) => {
                     same_us = p.us_per_op();
                     c.data.switch_cost.push((
@@ -300,7 +310,14 @@ impl<'a> Checker<'a> {
             return;
         };
         self.measured(f, |c, f| {
-            match measure::pipe_pingpong(cpu_a, b, c.budget.switch, &c.opts.stop) {
+            match switch_cost(
+                Pinning::Two {
+                    ping: cpu_a,
+                    pong: b,
+                },
+                c.budget.switch,
+                &c.opts.stop,
+            ) {
                 Ok(p) => {
                     let cross = p.us_per_op();
                     c.data.switch_cost.push((
@@ -408,7 +425,7 @@ impl<'a> Checker<'a> {
                 "RT throttling is off (sched_rt_runtime_us = -1): the check starts no FIFO spinner without it; one would starve fair tasks on its CPU".to_string(),
             );
         }
-        let watch = measure::Watch::start(self.budget.rt + Duration::from_secs(30));
+        let watch = watch::Watch::start(self.budget.rt + Duration::from_secs(30));
         let result = self.preset_run("rt-throttle", &[], self.budget.rt);
         let seen = watch.finish();
         match result {

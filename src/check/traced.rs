@@ -21,10 +21,8 @@ pub fn traced_pingpong(
     journal: &mut Journal,
 ) -> Result<TraceFinal> {
     let pp = PingPong::start(&Setup {
-        cpu,
-        nice: None,
-        run: duration,
         stop: Some(Arc::clone(stop)),
+        ..Setup::one_cpu(cpu, duration)
     })?;
     let targets = ["ping", "pong"]
         .iter()

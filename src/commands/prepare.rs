@@ -9,8 +9,8 @@ use super::{usage, Partial};
 use crate::cli::{HeadlessArgs, SettingsArgs, SystemArgs};
 use crate::headless::run::RunOptions;
 use crate::knob::journal;
-use crate::knob::sys::{self, SysKnob, SystemKnobs};
-use crate::lab::session::split;
+use crate::knob::sys::{self, SysKnob, SysSetting, SystemKnobs};
+use crate::lab::session::{route_typed, split_typed, untyped, Routed};
 use crate::preset::setting::{parse_duration, Setting};
 use crate::preset::{self, Preset};
 
@@ -121,9 +121,9 @@ pub fn shape(mut preset: Preset, args: &SettingsArgs) -> Result<Shaped> {
         settings.push(s.parse::<Setting>().map_err(usage)?);
         overrides.push(format!("--set {s}"));
     }
-    let (task_sets, system_sets) = split(&settings).map_err(usage)?;
+    let (task_sets, system_sets) = split_typed(&settings).map_err(usage)?;
     sys::precheck(
-        system_sets.iter().map(|(k, s)| (k, s.value.as_str())),
+        system_sets.iter().map(|(set, _)| set),
         &sys::Probe::detect(),
     )
     .map_err(usage)?;
@@ -132,7 +132,7 @@ pub fn shape(mut preset: Preset, args: &SettingsArgs) -> Result<Shaped> {
     Ok(Shaped {
         preset,
         overrides,
-        system_sets,
+        system_sets: untyped(system_sets),
     })
 }
 
@@ -179,13 +179,16 @@ pub fn check_plot(path: Option<&std::path::Path>) -> Result<()> {
 /// Check a setting that is applied later (`--at`, a sweep value) now, so bad input
 /// fails before anything starts.
 pub fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()> {
-    if let crate::lab::session::Route::Sys(knob) = crate::lab::session::route(s).map_err(usage)? {
-        let start = opts.system_sets.iter().map(|(k, s)| (k, s.value.as_str()));
-        sys::precheck(
-            start.chain([(&knob, s.value.as_str())]),
-            &sys::Probe::detect(),
-        )
-        .map_err(usage)?;
+    if let Routed::Sys(later) = route_typed(s).map_err(usage)? {
+        // The run options carry the start's settings untyped: parsed again, as routed.
+        let mut sets = opts
+            .system_sets
+            .iter()
+            .map(|(k, s)| SysSetting::parse(k.clone(), &s.value))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(usage)?;
+        sets.push(later);
+        sys::precheck(&sets, &sys::Probe::detect()).map_err(usage)?;
     } else {
         preset
             .clone()

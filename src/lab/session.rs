@@ -8,7 +8,7 @@ use anyhow::{anyhow, Result};
 use crate::cpuset::CpuSet;
 use crate::error::{Invalid, KnobError};
 use crate::knob::cgroup::{self, Cgroups};
-use crate::knob::sys::{self, SysKnob, SystemKnobs};
+use crate::knob::sys::{SysKnob, SysSetting, SystemKnobs};
 use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
@@ -30,12 +30,20 @@ pub enum Route {
     Cgroup { group: String, knob: String },
 }
 
-/// Route a setting and check its form, before anything starts.
-pub fn route(s: &Setting) -> Result<Route, Invalid> {
+/// Where a setting goes, a system value in its typed form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Routed {
+    Task,
+    Sys(SysSetting),
+    Cgroup { group: String, knob: String },
+}
+
+/// Route a setting and check its form, before anything starts: a system value is parsed
+/// into its typed form here, once.
+pub fn route_typed(s: &Setting) -> Result<Routed, Invalid> {
     if s.target == "sys" {
         let knob = SysKnob::parse(&s.knob)?;
-        sys::validate(&knob, &s.value)?;
-        return Ok(Route::Sys(knob));
+        return Ok(Routed::Sys(SysSetting::parse(knob, &s.value)?));
     }
     if s.target == "cgroup" {
         let (group, knob) = s.knob.split_once('.').ok_or_else(|| {
@@ -45,28 +53,54 @@ pub fn route(s: &Setting) -> Result<Route, Invalid> {
             ))
         })?;
         cgroup::validate(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
-        return Ok(Route::Cgroup {
+        return Ok(Routed::Cgroup {
             group: group.to_string(),
             knob: knob.to_string(),
         });
     }
-    Ok(Route::Task)
+    Ok(Routed::Task)
+}
+
+/// Route a setting and check its form, before anything starts.
+pub fn route(s: &Setting) -> Result<Route, Invalid> {
+    Ok(match route_typed(s)? {
+        Routed::Task => Route::Task,
+        Routed::Sys(set) => Route::Sys(set.knob().clone()),
+        Routed::Cgroup { group, knob } => Route::Cgroup { group, knob },
+    })
 }
 
 /// Task and cgroup settings (they change the preset) and system settings.
 pub type Split = (Vec<Setting>, Vec<(SysKnob, Setting)>);
 
-/// Split settings into those applied to the preset and system ones.
-pub fn split(settings: &[Setting]) -> Result<Split, Invalid> {
+/// Task and cgroup settings, and system ones in their typed form.
+pub type SplitTyped = (Vec<Setting>, Vec<(SysSetting, Setting)>);
+
+/// Split settings into those applied to the preset and system ones, typed.
+pub fn split_typed(settings: &[Setting]) -> Result<SplitTyped, Invalid> {
     let mut task = Vec::new();
     let mut system = Vec::new();
     for s in settings {
-        match route(s)? {
-            Route::Task | Route::Cgroup { .. } => task.push(s.clone()),
-            Route::Sys(k) => system.push((k, s.clone())),
+        match route_typed(s)? {
+            Routed::Task | Routed::Cgroup { .. } => task.push(s.clone()),
+            Routed::Sys(set) => system.push((set, s.clone())),
         }
     }
     Ok((task, system))
+}
+
+/// Split settings into those applied to the preset and system ones.
+pub fn split(settings: &[Setting]) -> Result<Split, Invalid> {
+    let (task, system) = split_typed(settings)?;
+    Ok((task, untyped(system)))
+}
+
+/// System settings as the run options carry them (the knob and the setting).
+pub fn untyped(system: Vec<(SysSetting, Setting)>) -> Vec<(SysKnob, Setting)> {
+    system
+        .into_iter()
+        .map(|(set, s)| (set.knob().clone(), s))
+        .collect()
 }
 
 /// A preset's workload, started and configured.
@@ -126,8 +160,11 @@ impl Session {
             cgroups,
         };
         for (knob, s) in system_sets {
+            // The run options carry the knob and the setting: its value is parsed into
+            // its typed form at this boundary, with the same check as when it was routed.
+            let set = SysSetting::parse(knob.clone(), &s.value)?;
             // Typed, so a held knob lock keeps its own exit code.
-            sys.set(knob, &s.value, session.rt_running())?;
+            sys.set(&set, session.rt_running())?;
         }
         Ok((session, warnings))
     }
@@ -270,10 +307,10 @@ impl Session {
 
     /// Change a knob while the workload runs. Returns what the kernel reports now.
     pub fn apply(&mut self, s: &Setting, sys: &mut SystemKnobs) -> Result<String, KnobError> {
-        match route(s)? {
-            Route::Sys(knob) => sys.set(&knob, &s.value, self.rt_running()),
-            Route::Task => self.apply_task(s, sys),
-            Route::Cgroup { group, knob } => {
+        match route_typed(s)? {
+            Routed::Sys(set) => sys.set(&set, self.rt_running()),
+            Routed::Task => self.apply_task(s, sys),
+            Routed::Cgroup { group, knob } => {
                 let cgroups = self
                     .cgroups
                     .as_ref()

@@ -320,33 +320,3 @@ fn help(k: &SysKnob) -> String {
         SysKnob::FairServer { .. } => "time reserved for fair tasks under RT load (6.12+)".into(),
     }
 }
-
-/// Check a value's form without touching the system (ranges that depend on other knobs,
-/// like runtime <= period, are checked when written).
-pub fn validate(knob: &SysKnob, value: &str) -> Result<(), Invalid> {
-    let ok = match knob {
-        SysKnob::RtRuntime => value.parse::<i64>().is_ok_and(|v| v >= -1),
-        SysKnob::RtPeriod => value
-            .parse::<i64>()
-            .is_ok_and(|v| (1..=i32::MAX as i64).contains(&v)),
-        SysKnob::RrTimeslice => {
-            value == "default"
-                || value
-                    .parse::<i64>()
-                    .is_ok_and(|v| (1..=i32::MAX as i64).contains(&v))
-        }
-        SysKnob::Autogroup => matches!(value, "0" | "1" | "on" | "off" | "true" | "false"),
-        SysKnob::Feature(_) => matches!(value, "on" | "off" | "1" | "0" | "true" | "false"),
-        SysKnob::Tunable("nr_migrate") => value
-            .parse::<i64>()
-            .is_ok_and(|v| (1..=i32::MAX as i64).contains(&v)),
-        SysKnob::Tunable(_) => value.parse::<u32>().is_ok(),
-        SysKnob::Preempt => matches!(value, "none" | "voluntary" | "full" | "lazy"),
-        SysKnob::FairServer { .. } => value.parse::<u64>().is_ok(),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(knob.not_allowed(value))
-    }
-}

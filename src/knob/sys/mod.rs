@@ -5,14 +5,16 @@
 mod catalogue;
 mod probe;
 mod set;
+mod value;
 
 use std::path::{Path, PathBuf};
 
 pub use catalogue::{
-    get, list, read_features, validate, why_not_writable, KnobInfo, SysKnob, NAMES, TUNABLES,
+    get, list, read_features, why_not_writable, KnobInfo, SysKnob, NAMES, TUNABLES,
 };
 pub use probe::{mount_debugfs, Probe};
 pub use set::{precheck, set, SetContext};
+pub use value::{SysSetting, SysValue};
 
 use crate::error::KnobError;
 use crate::knob::journal::{Journal, Restored};
@@ -46,19 +48,14 @@ impl SystemKnobs {
     }
 
     /// Set a system knob; `rt_running` says whether RT spinners are alive.
-    pub fn set(
-        &mut self,
-        knob: &SysKnob,
-        value: &str,
-        rt_running: bool,
-    ) -> Result<String, KnobError> {
+    pub fn set(&mut self, setting: &SysSetting, rt_running: bool) -> Result<String, KnobError> {
         let mut ctx = SetContext {
             journal: &mut self.journal,
             probe: &self.probe,
             rt_tasks_running: rt_running,
             allow_unthrottled_rt: self.allow_unthrottled_rt,
         };
-        set(knob, value, &mut ctx)
+        set(setting, &mut ctx)
     }
 
     pub fn restore(&mut self) -> Vec<Restored> {

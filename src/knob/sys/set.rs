@@ -5,10 +5,9 @@ use std::path::Path;
 
 use nix::errno::Errno;
 
-use super::catalogue::{
-    current_choice, get, read_error, read_features, validate, why_not_writable, SysKnob,
-};
+use super::catalogue::{current_choice, get, read_error, read_features, why_not_writable, SysKnob};
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
+use super::value::{SysSetting, SysValue};
 use crate::error::{Invalid, KnobError};
 use crate::knob::errno::{explain, WriteKind};
 use crate::knob::features;
@@ -25,10 +24,12 @@ pub struct SetContext<'a> {
     pub allow_unthrottled_rt: bool,
 }
 
-fn parse_int(knob: &SysKnob, value: &str, min: i64, max: i64) -> Result<i64, Invalid> {
-    match value.trim().parse::<i64>() {
-        Ok(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(knob.not_allowed(value)),
+/// The setting's number, if it fits `min..=max` as the machine is now (its own range
+/// was checked when it was parsed).
+fn int_within(setting: &SysSetting, min: i64, max: i64) -> Result<i64, Invalid> {
+    match setting.value() {
+        SysValue::Int(v) if (min..=max).contains(v) => Ok(*v),
+        _ => Err(setting.knob().not_allowed(setting.text())),
     }
 }
 
@@ -94,16 +95,15 @@ fn read_i64(path: &Path) -> Result<i64, KnobError> {
 /// out of range is found before anything starts (a usage error, whatever the machine's
 /// current values are).
 pub fn precheck<'a>(
-    sets: impl IntoIterator<Item = (&'a SysKnob, &'a str)>,
+    sets: impl IntoIterator<Item = &'a SysSetting>,
     probe: &Probe,
 ) -> Result<(), Invalid> {
     let mut runtime = read_i64(&Path::new(SYSCTL).join("sched_rt_runtime_us")).ok();
     let mut period = read_i64(&Path::new(SYSCTL).join("sched_rt_period_us")).ok();
-    for (knob, value) in sets {
-        validate(knob, value)?;
-        let v = value.trim().parse::<i64>().ok();
-        match (knob, v) {
-            (SysKnob::RtRuntime, Some(v)) => {
+    for set in sets {
+        let value = set.text();
+        match (set.knob(), set.value()) {
+            (SysKnob::RtRuntime, &SysValue::Int(v)) => {
                 if let Some(p) = period.filter(|&p| v > p) {
                     return Err(Invalid(format!(
                         "sys.rt_runtime_us={value}: allowed -1 or 0..{p} (sched_rt_period_us is {p})"
@@ -117,7 +117,7 @@ pub fn precheck<'a>(
                 }
                 runtime = Some(v);
             }
-            (SysKnob::RtPeriod, Some(v)) => {
+            (SysKnob::RtPeriod, &SysValue::Int(v)) => {
                 if let Some(r) = runtime.filter(|&r| r > v) {
                     return Err(Invalid(format!(
                         "sys.rt_period_us={value}: allowed {r}..2147483647 (sched_rt_runtime_us is {r}; lower it first)"
@@ -132,7 +132,8 @@ pub fn precheck<'a>(
 }
 
 /// Set a system knob; returns its value read back from the kernel.
-pub fn set(knob: &SysKnob, value: &str, ctx: &mut SetContext) -> Result<String, KnobError> {
+pub fn set(setting: &SysSetting, ctx: &mut SetContext) -> Result<String, KnobError> {
+    let knob = setting.knob();
     // A feature this kernel does not have is the more useful answer than lockdown.
     if let (SysKnob::Feature(name), Some((all, _))) = (knob, read_features(ctx.probe)) {
         if !all.iter().any(|(n, _)| n == name) {
@@ -148,39 +149,20 @@ pub fn set(knob: &SysKnob, value: &str, ctx: &mut SetContext) -> Result<String, 
     let path = knob
         .path(ctx.probe)
         .ok_or_else(|| KnobError::Refused(ctx.probe.debugfs_missing()))?;
-    match knob {
-        SysKnob::RtRuntime => set_rt_runtime(ctx, value)?,
-        SysKnob::RtPeriod => set_rt_period(ctx, value)?,
-        SysKnob::RrTimeslice => {
-            let v = if value == "default" {
-                0
-            } else {
-                parse_int(knob, value, 1, i32::MAX as i64)?
+    match (knob, setting.value()) {
+        (SysKnob::RtRuntime, _) => set_rt_runtime(ctx, setting)?,
+        (SysKnob::RtPeriod, _) => set_rt_period(ctx, setting)?,
+        (SysKnob::Feature(name), &SysValue::Switch(on)) => set_feature(ctx, knob, name, &path, on)?,
+        (SysKnob::Preempt, SysValue::Model(model)) => set_preempt(ctx, knob, &path, model)?,
+        (_, value) => {
+            let text = match value {
+                SysValue::Int(v) => v.to_string(),
+                SysValue::Switch(on) => u8::from(*on).to_string(),
+                // 0 puts the kernel's default back.
+                SysValue::Default => "0".to_string(),
+                SysValue::Model(m) => m.to_string(),
             };
-            journaled_write(ctx, knob, &path, &v.to_string())?;
-        }
-        SysKnob::Autogroup => {
-            let v = match value {
-                "1" | "on" | "true" => "1",
-                "0" | "off" | "false" => "0",
-                _ => return Err(knob.not_allowed(value).into()),
-            };
-            journaled_write(ctx, knob, &path, v)?;
-        }
-        SysKnob::Feature(name) => set_feature(ctx, knob, name, &path, value)?,
-        SysKnob::Tunable(t) => {
-            let (min, max) = if *t == "nr_migrate" {
-                (1, i32::MAX as i64)
-            } else {
-                (0, u32::MAX as i64)
-            };
-            let v = parse_int(knob, value, min, max)?;
-            journaled_write(ctx, knob, &path, &v.to_string())?;
-        }
-        SysKnob::Preempt => set_preempt(ctx, knob, &path, value)?,
-        SysKnob::FairServer { .. } => {
-            let v = parse_int(knob, value, 0, i64::MAX)?;
-            journaled_write(ctx, knob, &path, &v.to_string())?;
+            journaled_write(ctx, knob, &path, &text)?;
         }
     }
     get(knob, ctx.probe)
@@ -201,18 +183,8 @@ fn set_feature(
     knob: &SysKnob,
     name: &str,
     path: &Path,
-    value: &str,
+    on: bool,
 ) -> Result<(), KnobError> {
-    let on = match value {
-        "on" | "1" | "true" => true,
-        "off" | "0" | "false" => false,
-        _ => {
-            return Err(KnobError::Invalid(format!(
-                "{}={value}: allowed on or off",
-                knob.name()
-            )))
-        }
-    };
     let (all, _) =
         read_features(ctx.probe).ok_or_else(|| KnobError::Refused(ctx.probe.debugfs_missing()))?;
     let Some((_, was_on)) = all.iter().find(|(n, _)| n == name) else {
@@ -259,13 +231,13 @@ fn set_preempt(
 
 /// sched_rt_runtime_us. With RT group scheduling the root cgroup may never get more
 /// than the global runtime: lowering writes the cgroup first, raising the sysctl first.
-fn set_rt_runtime(ctx: &mut SetContext, value: &str) -> Result<(), KnobError> {
+fn set_rt_runtime(ctx: &mut SetContext, setting: &SysSetting) -> Result<(), KnobError> {
     let knob = SysKnob::RtRuntime;
     let sysctl = knob
         .path(ctx.probe)
         .ok_or_else(|| KnobError::refused("this kernel has no sched_rt_runtime_us"))?;
     let period = read_i64(&Path::new(SYSCTL).join("sched_rt_period_us"))?;
-    let new = parse_int(&knob, value, -1, period)?;
+    let new = int_within(setting, -1, period)?;
     if new == -1 && ctx.rt_tasks_running && !ctx.allow_unthrottled_rt {
         return Err(KnobError::refused(
             "sys.rt_runtime_us=-1 refused: it turns RT throttling off while this run's RT tasks spin, and a FIFO spinner per CPU can then freeze the machine; pass --allow-unthrottled-rt to insist",
@@ -293,13 +265,13 @@ fn set_rt_runtime(ctx: &mut SetContext, value: &str) -> Result<(), KnobError> {
 
 /// sched_rt_period_us, keeping the root cgroup's period in step: a longer period means a
 /// smaller RT share, so the root group goes first; a shorter one, the sysctl first.
-fn set_rt_period(ctx: &mut SetContext, value: &str) -> Result<(), KnobError> {
+fn set_rt_period(ctx: &mut SetContext, setting: &SysSetting) -> Result<(), KnobError> {
     let knob = SysKnob::RtPeriod;
     let sysctl = knob
         .path(ctx.probe)
         .ok_or_else(|| KnobError::refused("this kernel has no sched_rt_period_us"))?;
     let runtime = read_i64(&Path::new(SYSCTL).join("sched_rt_runtime_us"))?;
-    let new = parse_int(&knob, value, runtime.max(1), i32::MAX as i64)?;
+    let new = int_within(setting, runtime.max(1), i32::MAX as i64)?;
     let current = read_i64(&sysctl)?;
     let Some(root_period) = ctx
         .probe

@@ -1,0 +1,139 @@
+//! A system knob's value parsed into its typed form: the one place its form is checked.
+
+use super::catalogue::SysKnob;
+use crate::error::Invalid;
+
+/// A value of the form its knob takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SysValue {
+    /// A number within the knob's own range (ranges that depend on other knobs, like
+    /// runtime <= period, are checked against the machine when written).
+    Int(i64),
+    /// On or off (autogroup, a feature).
+    Switch(bool),
+    /// The kernel's default (sys.rr_timeslice_ms=default).
+    Default,
+    /// A preemption model (which ones this kernel offers is checked when written).
+    Model(&'static str),
+}
+
+/// A system knob with a value of its form. Only `parse` makes one, so whatever takes a
+/// `SysSetting` has a checked value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SysSetting {
+    knob: SysKnob,
+    value: SysValue,
+    /// As the user wrote it, for messages.
+    text: String,
+}
+
+const MODELS: [&str; 4] = ["none", "voluntary", "full", "lazy"];
+
+fn int_in(text: &str, min: i64, max: i64) -> Option<SysValue> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .map(SysValue::Int)
+}
+
+fn switch(text: &str) -> Option<SysValue> {
+    match text {
+        "1" | "on" | "true" => Some(SysValue::Switch(true)),
+        "0" | "off" | "false" => Some(SysValue::Switch(false)),
+        _ => None,
+    }
+}
+
+impl SysSetting {
+    /// `knob=text` in its typed form, or "NAME=VALUE: allowed ..." saying what the knob
+    /// takes.
+    pub fn parse(knob: SysKnob, text: &str) -> Result<SysSetting, Invalid> {
+        let i32_max = i32::MAX as i64;
+        let value = match &knob {
+            SysKnob::RtRuntime => int_in(text, -1, i64::MAX),
+            SysKnob::RtPeriod => int_in(text, 1, i32_max),
+            SysKnob::RrTimeslice if text == "default" => Some(SysValue::Default),
+            SysKnob::RrTimeslice => int_in(text, 1, i32_max),
+            SysKnob::Autogroup | SysKnob::Feature(_) => switch(text),
+            SysKnob::Tunable("nr_migrate") => int_in(text, 1, i32_max),
+            SysKnob::Tunable(_) => int_in(text, 0, u32::MAX as i64),
+            SysKnob::Preempt => MODELS
+                .iter()
+                .find(|m| **m == text)
+                .map(|m| SysValue::Model(m)),
+            SysKnob::FairServer { .. } => int_in(text, 0, i64::MAX),
+        };
+        match value {
+            Some(value) => Ok(SysSetting {
+                knob,
+                value,
+                text: text.to_string(),
+            }),
+            None => Err(knob.not_allowed(text)),
+        }
+    }
+
+    pub fn knob(&self) -> &SysKnob {
+        &self.knob
+    }
+
+    pub fn value(&self) -> &SysValue {
+        &self.value
+    }
+
+    /// The value as the user wrote it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(knob: SysKnob, text: &str) -> Result<SysValue, String> {
+        SysSetting::parse(knob, text)
+            .map(|s| s.value)
+            .map_err(|e| e.0)
+    }
+
+    #[test]
+    fn each_knob_takes_its_form_and_says_what_it_allows() {
+        assert_eq!(parse(SysKnob::RtRuntime, "-1"), Ok(SysValue::Int(-1)));
+        assert_eq!(
+            parse(SysKnob::RtRuntime, "-2"),
+            Err("sys.rt_runtime_us=-2: allowed -1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling)".into())
+        );
+        assert!(parse(SysKnob::RtPeriod, "0").is_err());
+        assert_eq!(
+            parse(SysKnob::RrTimeslice, "default"),
+            Ok(SysValue::Default)
+        );
+        assert_eq!(
+            parse(SysKnob::Autogroup, "off"),
+            Ok(SysValue::Switch(false))
+        );
+        assert_eq!(
+            parse(SysKnob::Feature("WA_IDLE".into()), "maybe"),
+            Err("sys.feature.WA_IDLE=maybe: allowed on or off".into())
+        );
+        assert_eq!(
+            parse(SysKnob::Tunable("nr_migrate"), "0").map_err(|e| e.contains("1..2147483647")),
+            Err(true)
+        );
+        assert_eq!(
+            parse(SysKnob::Tunable("base_slice_ns"), "4294967295"),
+            Ok(SysValue::Int(u32::MAX as i64))
+        );
+        assert!(parse(SysKnob::Tunable("base_slice_ns"), "4294967296").is_err());
+        assert_eq!(parse(SysKnob::Preempt, "full"), Ok(SysValue::Model("full")));
+        assert!(parse(SysKnob::Preempt, "rt").is_err());
+        let fair = SysKnob::FairServer {
+            cpu: 0,
+            field: "runtime",
+        };
+        assert!(parse(fair.clone(), "-1").is_err());
+        let s = SysSetting::parse(fair.clone(), "50000000").expect("fair server");
+        assert_eq!((s.knob(), s.text()), (&fair, "50000000"));
+    }
+}
