@@ -342,47 +342,66 @@ fn the_workbench_model_of_a_recording_states_the_runs_headline_to_the_last_digit
         let mut app = App::new(KeyMap::default(), Duration::from_millis(100), true);
         app.replay = true;
         let mut player = schedlab::tui::player::Player::new(records, 1.0);
-        for action in player.seek(1e6) {
+        let actions = player.seek(1e6);
+        let fed: Vec<u64> = actions
+            .iter()
+            .filter_map(|a| match a {
+                schedlab::app::Action::Batch(b) => Some(b.t_ns),
+                _ => None,
+            })
+            .collect();
+        for action in actions {
             app.update(action);
         }
         let s = app.live.summary();
+        // What to look at when they disagree: the rounds each side took.
+        let sides = format!(
+            "{preset}: the run took {} rounds over {} s; the replay fed {} batches ({:?}..{:?}), \
+             its model spans {} s",
+            report["observer"]["samples"],
+            report["duration_s"],
+            fed.len(),
+            fed.first(),
+            fed.last(),
+            app.live.store.elapsed_s()
+        );
         // Every headline figure, to the last digit (JSON numbers round-trip exactly).
         let metrics = &report["metrics"];
         assert_eq!(
             metrics["throughput_per_s"].as_f64(),
             Some(s.throughput_per_s),
-            "{preset}"
+            "{sides}"
         );
         assert_eq!(
             metrics["fairness_error"].as_f64(),
             s.fairness_error,
-            "{preset}"
+            "{sides}"
         );
-        assert_eq!(report["summary_s"].as_f64(), Some(s.summary_s), "{preset}");
+        assert_eq!(report["summary_s"].as_f64(), Some(s.summary_s), "{sides}");
         let tasks = report["tasks"].as_array().expect("tasks");
-        assert_eq!(tasks.len(), s.cpu_share.len(), "{preset}");
+        assert_eq!(tasks.len(), s.cpu_share.len(), "{sides}");
         for (i, t) in tasks.iter().enumerate() {
             let name = &t["name"];
             assert_eq!(
                 t["cpu_share"].as_f64(),
                 Some(s.cpu_share[i]),
-                "{preset} {name}"
+                "{sides}: {name}"
             );
             assert_eq!(
                 t["progress_per_s"].as_f64(),
                 Some(s.progress_per_s[i]),
-                "{preset} {name}"
+                "{sides}: {name}"
             );
             assert_eq!(
                 t["ideal_share"].as_f64(),
                 s.ideal_share[i],
-                "{preset} {name}"
+                "{sides}: {name}"
             );
         }
         if preset == "nice-ladder" {
             assert!(s.fairness_error.is_some() && s.ideal_share.iter().any(Option::is_some));
         } else {
-            assert!(s.throughput_per_s > 0.0, "{preset}: {s:?}");
+            assert!(s.throughput_per_s > 0.0, "{sides}: {s:?}");
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{
     ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
 };
-use crate::lab::experiment::{Finished, KnobEvent};
+use crate::lab::experiment::Finished;
 use crate::lab::live::{Live, Summary};
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
 use crate::preset::{Headline as HeadlineKind, Preset};
@@ -61,7 +61,7 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
         warnings: refused.clone(),
         refused,
         foreign_load: false,
-        events: f.events.iter().map(event_report).collect(),
+        events: f.events.iter().map(EventReport::of).collect(),
         interrupted: asked.interrupted,
         observer: f.observer,
         trace: None,
@@ -117,19 +117,6 @@ fn metrics(f: &Finished, live: &Live, summary: &Summary, tasks: &[TaskReport]) -
             .foreign_summary()
             .filter(|_| workload.usage().is_some() || !workload.forks()),
         headline,
-    }
-}
-
-/// A knob event as the report and the CSV show it.
-pub fn event_report(e: &KnobEvent) -> EventReport {
-    EventReport {
-        t_s: e.t_s,
-        setting: e.setting.to_string(),
-        result: match &e.result {
-            Ok(v) => format!("ok: {v}"),
-            Err(e) => format!("refused: {e}"),
-        },
-        ok: e.result.is_ok(),
     }
 }
 

@@ -129,7 +129,7 @@ impl CsvWriter {
 
     /// The row that marks a knob change.
     pub fn event(&mut self, e: &KnobEvent) -> Result<()> {
-        let report = super::build::event_report(e);
+        let report = super::EventReport::of(e);
         self.w
             .serialize(CsvRow::event(&report, &e.setting.target))?;
         Ok(())

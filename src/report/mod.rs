@@ -228,6 +228,19 @@ pub fn counted(n: u64, noun: &str) -> String {
 }
 
 impl EventReport {
+    /// A knob event as the report, the CSV and the timeline show it.
+    pub fn of(e: &crate::lab::experiment::KnobEvent) -> EventReport {
+        EventReport {
+            t_s: e.t_s,
+            setting: e.setting.to_string(),
+            result: match &e.result {
+                Ok(v) => format!("ok: {v}"),
+                Err(e) => format!("refused: {e}"),
+            },
+            ok: e.result.is_ok(),
+        }
+    }
+
     /// `writer.nice=50 -> refused: nice 50 is out of range`: the report's and the
     /// timeline's line, naming the setting once (the knob layer's message, whole in
     /// `result`, often starts with it).
@@ -609,7 +622,7 @@ mod tests {
                 "writer.nice=50: nice 50 is out of range",
             )),
         };
-        let r = build::event_report(&refused);
+        let r = EventReport::of(&refused);
         assert_eq!(
             r.line(),
             "writer.nice=50 -> refused: nice 50 is out of range"
@@ -622,7 +635,7 @@ mod tests {
             result: Ok("applied to writer".into()),
         };
         assert_eq!(
-            build::event_report(&applied).line(),
+            EventReport::of(&applied).line(),
             "writer.nice=3 -> ok: applied to writer"
         );
     }

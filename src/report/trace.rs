@@ -230,7 +230,7 @@ pub fn timeline(
         .map(|e| {
             (
                 start_ns + (e.t_s * 1e9) as u64,
-                super::build::event_report(e).line(),
+                super::EventReport::of(e).line(),
             )
         })
         .collect();
