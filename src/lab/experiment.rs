@@ -87,6 +87,8 @@ pub struct Polled {
 pub struct Experiment {
     session: Session,
     sampler: Sampler,
+    /// When the sampler was started: before its first round (CLOCK_MONOTONIC ns).
+    sampling_from_ns: u64,
     /// The samples' clock: the first and the latest batch's time (CLOCK_MONOTONIC ns).
     first_ns: Option<u64>,
     last_ns: Option<u64>,
@@ -162,6 +164,7 @@ impl Experiment {
         };
         session.open_gate();
         let start_s = begun.elapsed().as_secs_f64();
+        let sampling_from_ns = monotonic_ns();
         let sampler = Sampler::spawn(
             targets,
             Some(session.workload.shm()),
@@ -173,6 +176,7 @@ impl Experiment {
         Ok(Experiment {
             session,
             sampler,
+            sampling_from_ns,
             first_ns: None,
             last_ns: None,
             recorder: None,
@@ -225,7 +229,11 @@ impl Experiment {
     pub fn record(&mut self, recorder: Option<Box<dyn Recorder>>, sys: &SystemKnobs) {
         self.recorder = recorder;
         if let Some(r) = self.recorder.as_mut() {
-            r.started(&self.started);
+            // Just after the last round taken, or before the first: a round already on
+            // its way (the sampler's first is taken at once, often before this) is
+            // recorded after this and must not sort before it.
+            let t_ns = self.last_ns.map_or(self.sampling_from_ns, |t| t + 1);
+            r.started(t_ns, &self.started);
             r.system_knobs(&crate::knob::sys::list(&sys.probe));
         }
     }

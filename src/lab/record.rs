@@ -78,7 +78,9 @@ pub struct RecordError(pub String);
 
 /// Receives what happens during a session.
 pub trait Recorder: Send {
-    fn started(&mut self, s: &Started);
+    /// What the experiment is, stamped `t_ns`: before every round the recording will
+    /// hold (a replay sorts by time and starts at this record).
+    fn started(&mut self, t_ns: u64, s: &Started);
     fn batch(&mut self, b: &Batch);
     fn knob(&mut self, setting: &str, result: &Result<String, KnobError>);
     fn system_knobs(&mut self, knobs: &[KnobInfo]);
@@ -141,9 +143,9 @@ impl FileRecorder {
 }
 
 impl Recorder for FileRecorder {
-    fn started(&mut self, s: &Started) {
+    fn started(&mut self, t_ns: u64, s: &Started) {
         self.write(&Record::Started {
-            t_ns: monotonic_ns(),
+            t_ns,
             info: Box::new(s.clone()),
         });
     }
@@ -235,7 +237,7 @@ mod tests {
             crate::workload::histogram::Histogram::from_values([1500, 1600, 90_000]);
         {
             let mut rec = FileRecorder::create(&path).expect("create");
-            rec.started(&started());
+            rec.started(monotonic_ns(), &started());
             rec.system_knobs(&knobs());
             rec.batch(&b);
             rec.knob("fair.policy=batch", &Ok("applied to fair".into()));
