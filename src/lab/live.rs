@@ -171,15 +171,10 @@ impl Live {
     /// The fairness headline after a new sample: ideal shares from the latest samples,
     /// against the shares measured over the last [`FAIRNESS_WINDOW_S`].
     fn push_fairness(&mut self) {
-        let ids = self.group_ids();
-        let Some(samples) = ids
-            .iter()
-            .map(|&i| self.store.latest.get(i))
-            .collect::<Option<Vec<&TaskSample>>>()
-        else {
+        let Some(ideal) = self.group_ideal_shares() else {
             return;
         };
-        let ideal = ideal_shares(&samples, self.headline.online);
+        let ids = self.group_ids();
         let now_s = self.store.elapsed_s();
         let Some(measured) = ids
             .iter()
@@ -188,11 +183,7 @@ impl Live {
         else {
             return;
         };
-        let mut by_task = vec![None; self.tasks.len()];
-        for (&i, &share) in ids.iter().zip(&ideal) {
-            by_task[i] = Some(share);
-        }
-        self.ideal = by_task;
+        self.ideal = self.by_task(&ids, &ideal);
         let error = fairness_error(&measured, &ideal);
         push_bounded(&mut self.fairness, (now_s, error), self.retention);
     }
@@ -213,9 +204,7 @@ impl Live {
         let mut fairness = None;
         if self.headline.fairness {
             if let Some(ideal) = self.group_ideal_shares() {
-                for (&i, &share) in ids.iter().zip(&ideal) {
-                    ideal_share[i] = Some(share);
-                }
+                ideal_share = self.by_task(&ids, &ideal);
                 let measured: Vec<f64> = ids.iter().map(|&i| cpu_share[i]).collect();
                 fairness = Some(fairness_error(&measured, &ideal));
             }
@@ -228,6 +217,15 @@ impl Live {
             ideal_share,
             fairness_error: fairness,
         }
+    }
+
+    /// The group's `shares` (by index into `ids`) spread over every task, None outside.
+    fn by_task(&self, ids: &[usize], shares: &[f64]) -> Vec<Option<f64>> {
+        let mut by_task = vec![None; self.tasks.len()];
+        for (&i, &share) in ids.iter().zip(shares) {
+            by_task[i] = Some(share);
+        }
+        by_task
     }
 
     /// The metric group's tasks, by index.
