@@ -549,12 +549,28 @@ fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
     );
     let got = num(&d["measured_share"], "measured");
     assert_eq!(num(&fifo["value"], "value"), got * 100.0);
+    // Under other load (a CPU hog beside the suite) the fair thread was seen getting
+    // up to 1.64x the promise in a 2 s run: the throttle's windows are timers, and a
+    // loaded VM fires them late. The check then says so (notable, with the load in the
+    // explanation) rather than passing it as the machine's figure; 0.2 CPUs is the
+    // README's threshold for that note.
+    let loaded = num(&d["other_load_cpus"], "other load") >= 0.2;
     if d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty) {
-        assert!(
-            (0.6..=1.5).contains(&(got / promise)),
-            "fair share {got} against {promise}: {d}"
-        );
-        assert_eq!(fifo["verdict"], "ok");
+        if (0.6..=1.5).contains(&(got / promise)) {
+            assert_eq!(fifo["verdict"], "ok", "{fifo}");
+        } else {
+            assert!(
+                loaded && got / promise >= 0.6,
+                "fair share {got} against {promise} without other load: {d}"
+            );
+            assert_eq!(fifo["verdict"], "notable", "{fifo}");
+            assert!(
+                fifo["explanation"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("CPUs busy")),
+                "the other load is named: {fifo}"
+            );
+        }
     }
     assert!(got + num(&d["fifo_share"], "fifo share") <= 1.02, "{d}");
 

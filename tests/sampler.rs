@@ -153,7 +153,7 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         }],
         None,
         None,
-        INTERVAL,
+        INTERVAL.into(),
     )
     .expect("spawn");
     // Beside it, the same schedule kept by a plain thread of this test (absolute
@@ -183,10 +183,13 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         );
         sampler.recycle(batch);
     }
-    // A new interval: the handle says it at once, the rounds from the next one on.
+    // A new interval, set where it lives (as the workbench sets it): the handle says it
+    // at once, the rounds from the next one on.
     let slower = INTERVAL * 2;
-    sampler.send(schedlab::sampler::Command::SetInterval(slower));
-    assert_eq!(sampler.interval(), slower);
+    let shared = sampler.interval().clone();
+    shared.set(slower);
+    sampler.send(schedlab::sampler::Command::Reschedule);
+    assert_eq!(sampler.interval().get(), slower);
     let carried = common::wait_until(common::PATIENCE, || {
         sampler
             .recv_timeout(common::PATIENCE)

@@ -133,7 +133,7 @@ impl App {
 
     /// The next sampling interval of [`INTERVALS_MS`], slower or faster.
     pub(super) fn step_interval(&mut self, slower: bool) -> Vec<Effect> {
-        let ms = self.ui.interval.as_millis() as u64;
+        let ms = self.ui.interval.get().as_millis() as u64;
         let pos = INTERVALS_MS
             .iter()
             .position(|&i| i >= ms)
@@ -143,9 +143,9 @@ impl App {
         } else {
             INTERVALS_MS[pos.saturating_sub(1)]
         };
-        self.ui.interval = Duration::from_millis(next);
+        self.ui.interval.set(Duration::from_millis(next));
         self.say(format!("sampling every {next} ms"));
-        vec![Effect::SetInterval(self.ui.interval)]
+        vec![Effect::IntervalChanged]
     }
 
     /// The next graph window of [`WINDOWS_S`], longer or shorter.

@@ -24,7 +24,7 @@ use crate::knob::sys::KnobInfo;
 use crate::knob::task::Policy;
 use crate::lab::record::RecordError;
 use crate::preset::setting::Setting;
-use crate::sampler::{Batch, TaskSample};
+use crate::sampler::{Batch, Interval, TaskSample};
 use crate::trace::{TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
@@ -89,7 +89,8 @@ pub const TRACE_KEEP: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
     Apply(Setting),
-    SetInterval(Duration),
+    /// The App stepped the shared sampling interval: a running sampler takes it now.
+    IntervalChanged,
     Pause(bool),
     /// Restart the workload, with another preset if named.
     Restart(Option<String>),
@@ -127,7 +128,8 @@ pub struct UiState {
     pub selected_task: usize,
     pub selected_knob: usize,
     pub paused: bool,
-    pub interval: Duration,
+    /// The one sampling interval (shared with the sampler; a replay's, as recorded).
+    pub interval: Interval,
     /// Seconds of history the graphs show.
     pub window_s: f64,
     pub show_note: bool,
@@ -216,7 +218,7 @@ const INTERVALS_MS: [u64; 7] = [50, 100, 200, 500, 1000, 2000, 5000];
 const WINDOWS_S: [f64; 7] = [5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
 impl App {
-    pub fn new(keymap: KeyMap, interval: Duration, no_color: bool) -> App {
+    pub fn new(keymap: KeyMap, interval: impl Into<Interval>, no_color: bool) -> App {
         let mut app = App {
             preset: None,
             kernel: String::new(),
@@ -230,7 +232,7 @@ impl App {
                 selected_task: 0,
                 selected_knob: 0,
                 paused: false,
-                interval,
+                interval: interval.into(),
                 window_s: 60.0,
                 show_note: false,
                 note_scroll: 0,

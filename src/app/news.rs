@@ -12,9 +12,11 @@ impl App {
                 if !self.ui.paused || self.replay {
                     self.live.push(&batch);
                 }
-                // A recording says what it was sampled at (live, the App asked for it).
+                // A recording says what it was sampled at (live, the App set it).
                 if self.replay && batch.interval_ns > 0 {
-                    self.ui.interval = Duration::from_nanos(batch.interval_ns);
+                    self.ui
+                        .interval
+                        .set(Duration::from_nanos(batch.interval_ns));
                 }
                 Vec::new()
             }

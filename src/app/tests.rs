@@ -328,7 +328,7 @@ fn a_replay_shows_the_interval_its_recording_was_sampled_at_and_live_the_one_ask
         let mut b = batch(9);
         b.interval_ns = 250_000_000;
         app.update(Action::Batch(Box::new(b)));
-        app.ui.interval
+        app.ui.interval.get()
     };
     assert_eq!(sampled_at(true), Duration::from_millis(250));
     assert_eq!(sampled_at(false), Duration::from_millis(100));
@@ -337,18 +337,26 @@ fn a_replay_shows_the_interval_its_recording_was_sampled_at_and_live_the_one_ask
 #[test]
 fn interval_and_zoom_step_through_their_ranges() {
     let mut app = running_app();
+    // What the controller hands each experiment's sampler: the same value, not a copy.
+    let sampler_view = app.ui.interval.clone();
     assert_eq!(
         key(&mut app, KeyCode::Char(']')),
-        vec![Effect::SetInterval(Duration::from_millis(200))]
+        vec![Effect::IntervalChanged]
     );
+    assert_eq!(sampler_view.get(), Duration::from_millis(200));
+    // A second press before the sampler ran a round steps from the first one's value.
+    key(&mut app, KeyCode::Char(']'));
+    assert_eq!(sampler_view.get(), Duration::from_millis(500));
     assert_eq!(
         key(&mut app, KeyCode::Char('[')),
-        vec![Effect::SetInterval(Duration::from_millis(100))]
+        vec![Effect::IntervalChanged]
     );
-    key(&mut app, KeyCode::Char('['));
-    key(&mut app, KeyCode::Char('['));
+    assert_eq!(sampler_view.get(), Duration::from_millis(200));
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('['));
+    }
     assert_eq!(
-        app.ui.interval,
+        sampler_view.get(),
         Duration::from_millis(50),
         "stops at the fastest"
     );

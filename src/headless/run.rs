@@ -18,6 +18,7 @@ use crate::report::build::{run_report, Asked};
 use crate::report::csv::CsvWriter;
 use crate::report::trace::write_timeline;
 use crate::report::RunReport;
+use crate::sampler::Interval;
 
 /// How a headless run is driven.
 #[derive(Clone, Debug)]
@@ -86,7 +87,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
     let retention =
         (opts.duration.as_secs_f64() / opts.interval.as_secs_f64().max(1e-3)) as usize + 16;
     let lab_opts = experiment::Options {
-        interval: opts.interval,
+        interval: Interval::new(opts.interval),
         // A timeline keeps the whole run's events, up to the tracer's cap.
         trace: match (opts.trace, &opts.trace_out) {
             (false, _) => experiment::Trace::Off,

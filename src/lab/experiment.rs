@@ -18,14 +18,15 @@ use crate::error::KnobError;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
-use crate::sampler::{Batch, Command, Sampler};
+use crate::sampler::{Batch, Command, Interval, Sampler};
 use crate::trace::{TraceBatch, TraceError, TraceFinal, TraceTarget, Tracer, Wakings};
 use crate::workload::shm::monotonic_ns;
 
 /// How an experiment samples and summarises.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
-    pub interval: Duration,
+    /// Shared with whoever steps it (the workbench); the sampler and tracer follow it.
+    pub interval: Interval,
     pub trace: Trace,
     /// Which sched_waking events a trace asks the kernel for.
     pub wakings: Wakings,
@@ -151,7 +152,7 @@ impl Experiment {
             Trace::Keeping(d) => Some(Some(d)),
         };
         let (tracer, trace_error) = match keep {
-            Some(keep) => match start_tracer(&session, opts.interval, keep, opts.wakings, sys) {
+            Some(keep) => match start_tracer(&session, &opts.interval, keep, opts.wakings, sys) {
                 Ok(t) => (Some(t), None),
                 Err(e) => (None, Some(e.to_string())),
             },
@@ -169,7 +170,7 @@ impl Experiment {
             targets,
             Some(session.workload.shm()),
             session.workload.usage().cloned(),
-            opts.interval,
+            opts.interval.clone(),
         )
         .context("starting the sampler thread")?;
         let last_follow = (!session.follow_roots().is_empty()).then(Instant::now);
@@ -389,10 +390,10 @@ impl Experiment {
         keep: Option<Duration>,
         sys: &mut SystemKnobs,
     ) -> Result<(), TraceError> {
-        let interval = self.sampler.interval();
+        let interval = self.sampler.interval().clone();
         match (on, self.tracer.take()) {
             (true, Some(t)) => self.tracer = Some(t),
-            (true, None) => match start_tracer(&self.session, interval, keep, self.wakings, sys) {
+            (true, None) => match start_tracer(&self.session, &interval, keep, self.wakings, sys) {
                 Ok(t) => {
                     self.tracer = Some(t);
                     self.trace_error = None;
@@ -447,14 +448,10 @@ impl Experiment {
             .unwrap_or_default()
     }
 
-    /// The sampling interval: the sampler's, the one place it is kept (the trace's
-    /// intervals follow it when a trace starts).
-    pub fn interval(&self) -> Duration {
-        self.sampler.interval()
-    }
-
-    pub fn set_interval(&self, d: Duration) {
-        self.sampler.send(Command::SetInterval(d));
+    /// The shared interval changed: the sampler starts its next round one new interval
+    /// from now (the tracer's intervals follow by themselves).
+    pub fn reschedule(&self) {
+        self.sampler.send(Command::Reschedule);
     }
 
     pub fn pause(&self, paused: bool) {
@@ -570,7 +567,7 @@ pub struct Finished {
 /// them; the preemptors that matter are on the same CPUs).
 fn start_tracer(
     session: &Session,
-    interval: Duration,
+    interval: &Interval,
     keep: Option<Duration>,
     wakings: Wakings,
     sys: &mut SystemKnobs,
@@ -584,7 +581,7 @@ fn start_tracer(
     Tracer::start_with(
         &session.online,
         targets,
-        interval,
+        interval.clone(),
         keep,
         wakings,
         &mut sys.journal,

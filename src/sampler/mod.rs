@@ -3,7 +3,10 @@
 //! so in steady state the sampler allocates nothing.
 
 pub mod files;
+mod interval;
 pub mod parse;
+
+pub use interval::{Interval, FASTEST as FASTEST_INTERVAL};
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -144,7 +147,9 @@ pub struct Batch {
 /// Commands the consumer sends to the sampler thread.
 #[derive(Debug)]
 pub enum Command {
-    SetInterval(Duration),
+    /// The shared [`Interval`] changed: start the next round one new interval from now
+    /// (a sampler waiting out a 5 s interval would otherwise take the new one 5 s late).
+    Reschedule,
     /// Re-read every file on the next round (after a knob change).
     RefreshStatus,
     /// Replace the task list (after a restart).
@@ -365,8 +370,7 @@ fn read_task(reader: &mut TaskReader, reads: Reads, buf: &mut Vec<u8>, shm: Opti
 
 /// The sampler thread and its channels.
 pub struct Sampler {
-    /// The interval the thread was last told to keep (it obeys commands in order).
-    interval: std::cell::Cell<Duration>,
+    interval: Interval,
     commands: Sender<Command>,
     batches: Receiver<Batch>,
     recycle: Sender<Batch>,
@@ -374,13 +378,15 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Start sampling `targets` every `interval`; the first round happens at once.
+    /// Start sampling `targets` every `interval` (read again at every round); the first
+    /// round happens at once.
     pub fn spawn(
         targets: Vec<Target>,
         shm: Option<Arc<Shm>>,
         usage: Option<Usage>,
-        interval: Duration,
+        interval: Interval,
     ) -> std::io::Result<Sampler> {
+        let shared = interval.clone();
         let (cmd_tx, cmd_rx) = mpsc::channel();
         let (batch_tx, batch_rx) = mpsc::channel();
         let (recycle_tx, recycle_rx) = mpsc::channel();
@@ -392,14 +398,14 @@ impl Sampler {
                 crate::knob::task::elevate_if_requested(true);
                 sampler_loop(
                     Reader::new(targets, shm).with_usage(usage),
-                    interval,
+                    &shared,
                     cmd_rx,
                     batch_tx,
                     recycle_rx,
                 )
             })?;
         Ok(Sampler {
-            interval: std::cell::Cell::new(interval.max(Duration::from_millis(1))),
+            interval,
             commands: cmd_tx,
             batches: batch_rx,
             recycle: recycle_tx,
@@ -408,15 +414,12 @@ impl Sampler {
     }
 
     pub fn send(&self, cmd: Command) {
-        if let Command::SetInterval(d) = &cmd {
-            self.interval.set((*d).max(Duration::from_millis(1)));
-        }
         let _ = self.commands.send(cmd);
     }
 
-    /// The interval the sampler keeps.
-    pub fn interval(&self) -> Duration {
-        self.interval.get()
+    /// The interval the sampler follows.
+    pub fn interval(&self) -> &Interval {
+        &self.interval
     }
 
     /// The next batch, if one arrives within `timeout`.
@@ -443,7 +446,7 @@ impl Drop for Sampler {
 
 fn sampler_loop(
     mut reader: Reader,
-    mut interval: Duration,
+    shared: &Interval,
     commands: Receiver<Command>,
     batches: Sender<Batch>,
     recycle: Receiver<Batch>,
@@ -452,6 +455,8 @@ fn sampler_loop(
     let mut paused = false;
     let mut last_round: Option<Instant> = None;
     loop {
+        // What this round is stamped with and the next one waits for.
+        let interval = shared.get();
         if !paused {
             let mut batch = recycle.try_recv().unwrap_or_default();
             last_round = Some(Instant::now());
@@ -471,10 +476,7 @@ fn sampler_loop(
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             match commands.recv_timeout(wait) {
-                Ok(Command::SetInterval(d)) => {
-                    interval = d.max(Duration::from_millis(1));
-                    next = Instant::now() + interval;
-                }
+                Ok(Command::Reschedule) => next = Instant::now() + shared.get(),
                 Ok(Command::RefreshStatus) => reader.refresh_status(),
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => {

@@ -6,12 +6,14 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{order, Aggregator, SchedEvent, TraceBatch, TraceTarget, KEEP_MAX_EVENTS};
+use crate::sampler::Interval;
 
 /// Where released events go: the aggregation, the kept window, the interval batches.
 pub(super) struct Sink {
     pub(super) agg: Aggregator,
     tx: mpsc::Sender<TraceBatch>,
-    pub(super) interval_ns: u64,
+    /// Followed as it changes: each interval closed is as long as the sampler's now.
+    pub(super) interval: Interval,
     next_boundary: u64,
     keep_ns: Option<u64>,
     kept: VecDeque<SchedEvent>,
@@ -30,7 +32,7 @@ pub(super) struct Sink {
 impl Sink {
     pub(super) fn new(
         targets: &[TraceTarget],
-        interval_ns: u64,
+        interval: Interval,
         keep: Option<Duration>,
         tx: mpsc::Sender<TraceBatch>,
         started_ns: u64,
@@ -38,8 +40,8 @@ impl Sink {
         Sink {
             agg: Aggregator::new(targets),
             tx,
-            interval_ns,
-            next_boundary: started_ns.saturating_add(interval_ns),
+            next_boundary: started_ns.saturating_add(nanos(&interval)),
+            interval,
             keep_ns: keep.map(|k| u64::try_from(k.as_nanos()).unwrap_or(u64::MAX)),
             kept: VecDeque::new(),
             handled: 0,
@@ -104,7 +106,7 @@ impl Sink {
             if !self.orphaned && self.tx.send(batch).is_err() {
                 self.orphaned = true;
             }
-            self.next_boundary = self.next_boundary.saturating_add(self.interval_ns);
+            self.next_boundary = self.next_boundary.saturating_add(nanos(&self.interval));
         }
     }
 
@@ -129,4 +131,9 @@ impl Sink {
             .copied()
             .collect()
     }
+}
+
+/// An interval's length in ns, as the boundaries count it.
+pub(super) fn nanos(interval: &Interval) -> u64 {
+    u64::try_from(interval.get().as_nanos()).unwrap_or(u64::MAX)
 }

@@ -10,10 +10,8 @@ use super::{
     grow, ring, tracefs, Aggregator, Decoder, TraceBatch, TraceError, TraceFinal, TraceTarget,
     Unusable, Wakings, Worker, RING_PAGES,
 };
+use crate::sampler::Interval;
 use crate::workload::shm::monotonic_ns;
-
-/// The shortest interval between batches.
-const MIN_INTERVAL: Duration = Duration::from_millis(1);
 
 /// The running tracer: a thread named "schedlab-trace" that owns the rings.
 pub struct Tracer {
@@ -37,13 +35,13 @@ impl Tracer {
     /// perf event per tracepoint per CPU in `cpus` (all pids, that CPU), mmap the rings,
     /// start the thread. Events start flowing at once.
     ///
-    /// `interval` is clamped to at least 1 ms. `keep`: how much of the end of the trace
+    /// `interval` is followed as it changes (a [`Duration`] for one that does not). `keep`: how much of the end of the trace
     /// to return as raw events in [`TraceFinal::events_kept`] (None: none). Every
     /// sched_waking is written ([`Wakings::All`]); see [`Tracer::start_with`].
     pub fn start(
         cpus: &crate::cpuset::CpuSet,
         targets: Vec<TraceTarget>,
-        interval: Duration,
+        interval: impl Into<Interval>,
         keep: Option<Duration>,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
@@ -54,7 +52,7 @@ impl Tracer {
     pub fn start_with(
         cpus: &crate::cpuset::CpuSet,
         targets: Vec<TraceTarget>,
-        interval: Duration,
+        interval: impl Into<Interval>,
         keep: Option<Duration>,
         wakings: Wakings,
         journal: &mut crate::knob::journal::Journal,
@@ -67,7 +65,7 @@ impl Tracer {
     pub fn start_sized(
         cpus: &crate::cpuset::CpuSet,
         targets: Vec<TraceTarget>,
-        interval: Duration,
+        interval: impl Into<Interval>,
         keep: Option<Duration>,
         wakings: Wakings,
         pages: usize,
@@ -80,14 +78,21 @@ impl Tracer {
             rings.push(ring::CpuRing::open(cpu as u32, &ids, pages, wakings)?);
         }
         let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
-        let interval_ns = u64::try_from(interval.max(MIN_INTERVAL).as_nanos()).unwrap_or(u64::MAX);
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         enable_all(&mut rings)?;
         let started_ns = monotonic_ns();
         let (join_tx, join_rx) = mpsc::channel();
         let (disabled_tx, disabled_rx) = mpsc::channel();
-        let mut worker = Worker::new(rings, decoder, &targets, interval_ns, keep, tx, started_ns);
+        let mut worker = Worker::new(
+            rings,
+            decoder,
+            &targets,
+            interval.into(),
+            keep,
+            tx,
+            started_ns,
+        );
         worker.joins = Some(join_rx);
         worker.disabled = Some(disabled_tx);
         worker.waking_cross_cpu_only = waking_cross_cpu_only;

@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{grow, order, ring, Decoder, IdleGap, Sink, TraceBatch, TraceFinal, TraceTarget};
+use crate::sampler::Interval;
 use crate::workload::shm::monotonic_ns;
 
 /// How often the rings are drained (or more often when an interval is shorter).
@@ -35,7 +36,7 @@ impl Worker {
         rings: Vec<ring::CpuRing>,
         decoder: Decoder,
         targets: &[TraceTarget],
-        interval_ns: u64,
+        interval: Interval,
         keep: Option<Duration>,
         tx: mpsc::Sender<TraceBatch>,
         started_ns: u64,
@@ -51,7 +52,7 @@ impl Worker {
             waking_cross_cpu_only: false,
             grow: grow::Grower::default(),
             scratch: Box::new([0u8; ring::MAX_RECORD]),
-            sink: Sink::new(targets, interval_ns, keep, tx, started_ns),
+            sink: Sink::new(targets, interval, keep, tx, started_ns),
         }
     }
 
@@ -66,7 +67,7 @@ impl Worker {
                 revents: 0,
             })
             .collect();
-        let period_ns = DRAIN_PERIOD_NS.min(self.sink.interval_ns);
+        let period_ns = DRAIN_PERIOD_NS.min(super::sink::nanos(&self.sink.interval));
         let timeout_ms = (period_ns / 1_000_000).clamp(1, 1000) as libc::c_int;
         // Ends when asked to stop; every wait in it is bounded by the drain period.
         loop {

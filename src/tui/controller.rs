@@ -19,6 +19,7 @@ use crate::lab::experiment::{self, Experiment};
 use crate::lab::record::{RecordError, Recorder};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
+use crate::sampler::Interval;
 use crate::trace::TraceError;
 
 /// A process attached with the picker (`a`), as it was then: a restart attaches it
@@ -63,7 +64,8 @@ pub struct Setup {
     pub preset: Preset,
     /// The schedlab binary, whose hidden subcommands are the workers.
     pub exe: PathBuf,
-    pub interval: Duration,
+    /// The workbench's one interval: each experiment started samples at it.
+    pub interval: Interval,
     /// Which sched_waking events a trace asks the kernel for.
     pub wakings: crate::trace::Wakings,
     pub sys: SystemKnobs,
@@ -126,9 +128,8 @@ struct Controller {
     /// The preset a restart starts again (with the live changes made so far).
     preset: Preset,
     exe: PathBuf,
-    /// The interval the next experiment starts with, like `preset`: the command line's,
-    /// then the last experiment's. While one runs, its sampler keeps the interval.
-    interval: Duration,
+    /// The workbench's one interval, handed to every experiment started.
+    interval: Interval,
     /// Which sched_waking events a trace asks the kernel for.
     wakings: crate::trace::Wakings,
     sys: SystemKnobs,
@@ -184,10 +185,11 @@ impl Controller {
     fn handle(&mut self, request: Effect) {
         match request {
             Effect::Apply(s) => self.apply(&s),
-            Effect::SetInterval(d) => match &self.running {
-                Some(exp) => exp.set_interval(d),
-                None => self.interval = d,
-            },
+            Effect::IntervalChanged => {
+                if let Some(exp) = &self.running {
+                    exp.reschedule();
+                }
+            }
             Effect::Pause(p) => {
                 if let Some(exp) = &self.running {
                     exp.pause(p);
@@ -222,7 +224,7 @@ impl Controller {
     /// Start `self.preset`; a failure is news for the UI, not the end of the workbench.
     fn start(&mut self) {
         let opts = experiment::Options {
-            interval: self.interval,
+            interval: self.interval.clone(),
             trace: experiment::Trace::Off,
             wakings: self.wakings,
         };
@@ -248,7 +250,6 @@ impl Controller {
     fn stop(&mut self) {
         if let Some(mut exp) = self.running.take() {
             self.recorder = exp.take_recorder();
-            self.interval = exp.interval();
             drop(exp.stop());
         }
     }

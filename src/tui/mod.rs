@@ -20,6 +20,7 @@ use crate::app::keys::KeyMap;
 use crate::app::{Action, App, Effect};
 use crate::knob::sys::SystemKnobs;
 use crate::preset::Preset;
+use crate::sampler::Interval;
 use controller::OpenRecorder;
 
 /// How the TUI starts.
@@ -72,10 +73,12 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
         crate::knob::task::request_elevation(crate::knob::task::Elevation::Realtime);
         crate::knob::task::elevate_if_requested(false);
         let (ev_tx, events) = tokio::sync::mpsc::unbounded_channel();
+        // The one interval: the App steps it, every experiment's sampler follows it.
+        let interval = Interval::new(opts.interval);
         let setup = controller::Setup {
             preset,
             exe: opts.exe.clone(),
-            interval: opts.interval,
+            interval: interval.clone(),
             wakings: opts.wakings,
             sys: system,
             open_recorder: opts.open_recorder,
@@ -83,7 +86,7 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
         };
         let (ctl, handle) =
             controller::spawn(setup, ev_tx).context("starting the controller thread")?;
-        let mut app = App::new(opts.keymap, opts.interval, opts.no_color);
+        let mut app = App::new(opts.keymap, interval, opts.no_color);
         let presets = crate::preset::list()
             .into_iter()
             .flatten()

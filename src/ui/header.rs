@@ -59,7 +59,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             Some(4),
         ),
         piece(
-            format!("  every {} ms", app.ui.interval.as_millis()),
+            format!("  every {} ms", app.ui.interval.get().as_millis()),
             Style::default(),
             Some(1),
         ),
