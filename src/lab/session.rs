@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 
 use crate::cpuset::CpuSet;
 use crate::error::{Invalid, KnobError};
-use crate::knob::cgroup::{self, Cgroups};
+use crate::knob::cgroup::{self, CgroupValue, Cgroups};
 use crate::knob::sys::{SysKnob, SysSetting, SystemKnobs};
 use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
@@ -30,12 +30,12 @@ pub enum Route {
     Cgroup { group: String, knob: String },
 }
 
-/// Where a setting goes, a system value in its typed form.
+/// Where a setting goes, a system or cgroup value in its typed form.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Routed {
     Task,
     Sys(SysSetting),
-    Cgroup { group: String, knob: String },
+    Cgroup { group: String, value: CgroupValue },
 }
 
 /// Route a setting and check its form, before anything starts: a system value is parsed
@@ -52,10 +52,10 @@ pub fn route_typed(s: &Setting) -> Result<Routed, Invalid> {
                 cgroup::KNOBS
             ))
         })?;
-        cgroup::validate(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
+        let value = CgroupValue::parse(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
         return Ok(Routed::Cgroup {
             group: group.to_string(),
-            knob: knob.to_string(),
+            value,
         });
     }
     Ok(Routed::Task)
@@ -66,7 +66,10 @@ pub fn route(s: &Setting) -> Result<Route, Invalid> {
     Ok(match route_typed(s)? {
         Routed::Task => Route::Task,
         Routed::Sys(set) => Route::Sys(set.knob().clone()),
-        Routed::Cgroup { group, knob } => Route::Cgroup { group, knob },
+        Routed::Cgroup { group, value } => Route::Cgroup {
+            group,
+            knob: value.knob().to_string(),
+        },
     })
 }
 
@@ -310,13 +313,15 @@ impl Session {
         match route_typed(s)? {
             Routed::Sys(set) => sys.set(&set, self.rt_running()),
             Routed::Task => self.apply_task(s, sys),
-            Routed::Cgroup { group, knob } => {
+            Routed::Cgroup { group, value } => {
                 let cgroups = self
                     .cgroups
                     .as_ref()
                     .ok_or_else(|| KnobError::invalid("this run has no cgroups"))?;
-                let got = cgroups.set(&group, &knob, &s.value)?;
-                self.preset.apply(s)?;
+                let got = cgroups.set(&group, &value)?;
+                self.preset
+                    .set_cgroup(&group, value)
+                    .map_err(|e| KnobError::invalid(format!("{s}: {e}")))?;
                 Ok(got)
             }
         }
@@ -407,8 +412,8 @@ fn setup_cgroups(
     let names: Vec<String> = preset.cgroups.keys().cloned().collect();
     let cgroups = Cgroups::create(root, &names, &mut sys.journal)?;
     for (name, values) in &preset.cgroups {
-        for (knob, value) in values {
-            cgroups.set(name, knob, value)?;
+        for value in values.values() {
+            cgroups.set(name, value)?;
         }
     }
     for (task, spec) in workload.tasks.iter().zip(specs) {

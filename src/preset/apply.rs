@@ -4,7 +4,7 @@
 use super::setting::{duration_ns, NiceLadder, Setting, MAX_COUNT};
 use super::{names_or_none, valid_name, CpuChoice, Preset, TaskGroup, TASK_KNOBS};
 use crate::error::Invalid;
-use crate::knob::cgroup;
+use crate::knob::cgroup::{self, CgroupValue};
 use crate::knob::task::Policy;
 use crate::workload::kinds::check_param;
 use crate::workload::spec::Program;
@@ -85,24 +85,30 @@ impl Preset {
         Some((pos, idx))
     }
 
-    /// `cgroup.NAME.KNOB=VALUE`: a value for one of the preset's cgroups.
+    /// `cgroup.NAME.KNOB=VALUE`: a value for one of the preset's cgroups, parsed here.
     fn apply_cgroup(&mut self, s: &Setting) -> Result<(), Invalid> {
-        let names: Vec<String> = self.cgroups.keys().cloned().collect();
         let Some((group, knob)) = s.knob.split_once('.') else {
             return Err(Invalid(format!(
                 "{s}: expected cgroup.NAME.KNOB=VALUE (knobs: {})",
                 cgroup::KNOBS
             )));
         };
+        let value = CgroupValue::parse(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
+        self.set_cgroup(group, value)
+            .map_err(|e| Invalid(format!("{s}: {e}")))
+    }
+
+    /// Keep a value the kernel took (or will take at start) for one of the cgroups.
+    pub fn set_cgroup(&mut self, group: &str, value: CgroupValue) -> Result<(), Invalid> {
+        let names: Vec<String> = self.cgroups.keys().cloned().collect();
         let Some(values) = self.cgroups.get_mut(group) else {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             return Err(Invalid(format!(
-                "{s}: unknown cgroup \"{group}\": this preset's cgroups are {}",
+                "unknown cgroup \"{group}\": this preset's cgroups are {}",
                 names_or_none(&names)
             )));
         };
-        let normal = cgroup::validate(knob, &s.value).map_err(|e| Invalid(format!("{s}: {e}")))?;
-        values.insert(knob.to_string(), normal);
+        values.insert(value.knob().to_string(), value);
         Ok(())
     }
 
@@ -133,7 +139,7 @@ impl Preset {
         }
         for (name, values) in &self.cgroups {
             for (k, v) in values {
-                rows.push((format!("cgroup.{name}.{k}"), v.clone()));
+                rows.push((format!("cgroup.{name}.{k}"), v.to_string()));
             }
         }
         rows

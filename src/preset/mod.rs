@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::knob::cgroup::CgroupValue;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
@@ -122,8 +124,8 @@ pub struct Preset {
     pub warmup: std::time::Duration,
     pub groups: Vec<TaskGroup>,
     pub variants: Vec<Variant>,
-    /// cgroups the preset creates for its tasks: name -> knob -> value (validated).
-    pub cgroups: BTreeMap<String, BTreeMap<String, String>>,
+    /// cgroups the preset creates for its tasks: name -> knob -> value (typed).
+    pub cgroups: BTreeMap<String, BTreeMap<String, CgroupValue>>,
     /// "built-in" or the file it came from.
     pub source: String,
 }

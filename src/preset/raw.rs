@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::setting::{duration_ns, parse_duration, NiceLadder, Setting, MAX_COUNT};
 use super::{valid_name, CpuChoice, Headline, Preset, TaskGroup, Variant};
 use crate::error::Invalid;
-use crate::knob::cgroup;
+use crate::knob::cgroup::CgroupValue;
 use crate::knob::task::Policy;
 use crate::workload::kinds::{resolve_params, WorkerKind};
 use crate::workload::spec::Program;
@@ -165,7 +165,7 @@ fn variants_from_raw(variants: Vec<RawVariant>) -> Result<Vec<Variant>, Invalid>
 /// `[cgroup.NAME]` tables, with every knob value checked and normalised.
 fn cgroups_from_raw(
     tables: BTreeMap<String, BTreeMap<String, toml::Value>>,
-) -> Result<BTreeMap<String, BTreeMap<String, String>>, Invalid> {
+) -> Result<BTreeMap<String, BTreeMap<String, CgroupValue>>, Invalid> {
     let mut cgroups = BTreeMap::new();
     for (name, knobs) in tables {
         if !valid_name(&name) {
@@ -180,9 +180,9 @@ fn cgroups_from_raw(
                 toml::Value::String(s) => s,
                 other => other.to_string(),
             };
-            let normal = cgroup::validate(&knob, &text)
+            let value = CgroupValue::parse(&knob, &text)
                 .map_err(|e| Invalid(format!("[cgroup.{name}]: {e}")))?;
-            values.insert(knob, normal);
+            values.insert(knob, value);
         }
         cgroups.insert(name, values);
     }

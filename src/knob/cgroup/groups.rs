@@ -9,8 +9,8 @@ use nix::errno::Errno;
 use super::files::{errno_of, read_num, read_trimmed, unexpected, write};
 use super::mount::{enable_cpu, ensure_v2_cpu_enabled, CgroupRoot, Version};
 use super::values::{
-    parse_quota, shares_as_weight, shares_to_weight, unknown_knob, valid_name, validate,
-    weight_as_shares, weight_to_shares,
+    shares_as_weight, shares_to_weight, unknown_knob, valid_name, weight_as_shares,
+    weight_to_shares, CgroupValue, Quota,
 };
 use crate::error::KnobError;
 use crate::knob::errno::{explain, WriteKind};
@@ -124,24 +124,19 @@ impl Cgroups {
         })
     }
 
-    /// Write a knob (validated first) and return the value the kernel then holds.
-    pub fn set(&self, group: &str, knob: &str, value: &str) -> Result<String, KnobError> {
+    /// Write a value (validated when it was parsed) and return what the kernel then holds.
+    pub fn set(&self, group: &str, value: &CgroupValue) -> Result<String, KnobError> {
         let dir = self.group_dir(group)?;
-        let normal = validate(knob, value)?;
         let v1 = self.root.version == Version::V1;
-        match knob {
-            "weight" | "shares" => {
-                let n: u64 = normal
-                    .parse()
-                    .map_err(|_| KnobError::Invalid(unknown_knob(knob)))?;
-                let (file, text) = match (v1, knob) {
-                    (true, "weight") => ("cpu.shares", weight_to_shares(n)),
+        match *value {
+            CgroupValue::Weight(n) | CgroupValue::Shares(n) => {
+                let (file, text) = match (v1, value) {
+                    (true, CgroupValue::Weight(_)) => ("cpu.shares", weight_to_shares(n)),
                     (true, _) => ("cpu.shares", n),
-                    (false, "weight") => ("cpu.weight", n),
+                    (false, CgroupValue::Weight(_)) => ("cpu.weight", n),
                     (false, _) => ("cpu.weight", shares_to_weight(n)),
                 };
-                let path = dir.join(file);
-                write(&path, &text.to_string(), |errno| {
+                write(&dir.join(file), &text.to_string(), |errno| {
                     (errno == Errno::EINVAL
                         && read_trimmed(&dir.join("cpu.idle")).is_ok_and(|s| s == "1"))
                     .then(|| {
@@ -150,67 +145,29 @@ impl Cgroups {
                     })
                 })?;
             }
-            "quota" => {
-                let q = parse_quota(&normal)?;
-                let why = |_: Errno| {
-                    Some(
-                        "period must be 1ms..1s and quota at least 1ms (and not below cpu.cfs_burst_us on v1)"
-                            .to_string(),
-                    )
-                };
-                if v1 {
-                    // Period first: each write is checked against the other's current value,
-                    // and an unlimited quota never conflicts with a period.
-                    if let Some(p) = q.period_us {
-                        write(&dir.join("cpu.cfs_period_us"), &p.to_string(), why)?;
-                    }
-                    let quota = q
-                        .quota_us
-                        .map_or_else(|| "-1".to_string(), |n| n.to_string());
-                    write(&dir.join("cpu.cfs_quota_us"), &quota, why)?;
-                } else {
-                    let quota = q
-                        .quota_us
-                        .map_or_else(|| "max".to_string(), |n| n.to_string());
-                    let text = match q.period_us {
-                        Some(p) => format!("{quota} {p}"),
-                        None => quota,
-                    };
-                    write(&dir.join("cpu.max"), &text, why)?;
-                }
-            }
-            "idle" => {
+            CgroupValue::Quota(q) => set_quota(dir, q, v1)?,
+            CgroupValue::Idle(on) => {
                 let path = dir.join("cpu.idle");
                 if !path.exists() {
                     return Err(KnobError::refused(NO_IDLE));
                 }
-                write(&path, &normal, |_| None)?;
+                write(&path, if on { "1" } else { "0" }, |_| None)?;
             }
-            "rt_runtime_us" => {
+            CgroupValue::RtRuntimeUs(runtime) => {
                 if !v1 {
                     return Err(KnobError::refused(RT_ONLY_V1));
                 }
-                let runtime: u64 = normal
-                    .parse()
-                    .map_err(|_| KnobError::Invalid(unknown_knob(knob)))?;
-                self.set_rt_runtime(group, dir, runtime, value.trim())?;
+                self.set_rt_runtime(group, dir, runtime)?;
             }
-            _ => return Err(KnobError::Invalid(unknown_knob(knob))),
         }
-        self.get(group, knob)
+        self.get(group, value.knob())
     }
 
     /// A child's RT runtime must fit in its parent's, and the base starts at 0: keep the
     /// base at exactly the sum its groups need, raising it before a child grows and
     /// lowering it after a child shrinks, so the root keeps every us nobody uses (a preset
     /// lowering the root's cpu.rt_runtime_us must not be blocked by idle budget here).
-    fn set_rt_runtime(
-        &self,
-        group: &str,
-        dir: &Path,
-        runtime: u64,
-        asked: &str,
-    ) -> Result<(), KnobError> {
+    fn set_rt_runtime(&self, group: &str, dir: &Path, runtime: u64) -> Result<(), KnobError> {
         let file = dir.join("cpu.rt_runtime_us");
         if !file.exists() {
             return Err(KnobError::refused(NO_RT_GROUP));
@@ -219,7 +176,7 @@ impl Cgroups {
         let period: u64 = read_num(&dir.join("cpu.rt_period_us"))?;
         if runtime > period {
             return Err(KnobError::Invalid(format!(
-                "rt_runtime_us \"{asked}\" is out of range: allowed 0..{period} (the group's cpu.rt_period_us)"
+                "rt_runtime_us {runtime} is out of range: allowed 0..{period} (the group's cpu.rt_period_us)"
             )));
         }
         let base_period: u64 = read_num(&self.base.join("cpu.rt_period_us"))?;
@@ -386,6 +343,36 @@ fn make_dir(dir: &Path, journal: &mut Journal, made: &mut Vec<PathBuf>) -> anyho
     journal
         .record_dir(dir)
         .with_context(|| format!("journaling the new cgroup {}", dir.display()))
+}
+
+/// cpu.max (v2), or cpu.cfs_period_us then cpu.cfs_quota_us (v1).
+fn set_quota(dir: &Path, q: Quota, v1: bool) -> Result<(), KnobError> {
+    let why = |_: Errno| {
+        Some(
+            "period must be 1ms..1s and quota at least 1ms (and not below cpu.cfs_burst_us on v1)"
+                .to_string(),
+        )
+    };
+    if v1 {
+        // Period first: each write is checked against the other's current value, and an
+        // unlimited quota never conflicts with a period.
+        if let Some(p) = q.period_us {
+            write(&dir.join("cpu.cfs_period_us"), &p.to_string(), why)?;
+        }
+        let quota = q
+            .quota_us
+            .map_or_else(|| "-1".to_string(), |n| n.to_string());
+        write(&dir.join("cpu.cfs_quota_us"), &quota, why)
+    } else {
+        let quota = q
+            .quota_us
+            .map_or_else(|| "max".to_string(), |n| n.to_string());
+        let text = match q.period_us {
+            Some(p) => format!("{quota} {p}"),
+            None => quota,
+        };
+        write(&dir.join("cpu.max"), &text, why)
+    }
 }
 
 #[cfg(test)]

@@ -8,4 +8,4 @@ mod values;
 
 pub use groups::Cgroups;
 pub use mount::{detect, detect_from, CgroupRoot, Version};
-pub use values::{validate, KNOBS};
+pub use values::{CgroupValue, Quota, KNOBS};

@@ -92,7 +92,7 @@ fn parse_int(knob: &str, value: &str, min: u64, max: u64, note: &str) -> Result<
 
 /// A parsed quota: `None` quota means no limit; `None` period keeps the current one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Quota {
+pub struct Quota {
     pub(super) quota_us: Option<u64>,
     pub(super) period_us: Option<u64>,
 }
@@ -147,40 +147,85 @@ pub(super) fn parse_quota(value: &str) -> Result<Quota, Invalid> {
     })
 }
 
-/// Validate a value for a knob without touching the system; Ok(normalised value text) or a
-/// one-line error naming the knob, the bad value and the allowed range.
-pub fn validate(knob: &str, value: &str) -> Result<String, Invalid> {
-    let value = value.trim();
-    match knob {
-        "weight" => parse_int(knob, value, WEIGHT_MIN, WEIGHT_MAX, " (100 is the default)")
-            .map(|n| n.to_string()),
-        "shares" => parse_int(
-            knob,
-            value,
-            SHARES_MIN,
-            SHARES_MAX,
-            " (1024 is the default)",
-        )
-        .map(|n| n.to_string()),
-        "quota" => parse_quota(value).map(Quota::text),
-        "idle" => parse_int(knob, value, 0, 1, " (1 makes the group SCHED_IDLE-like)")
-            .map(|n| n.to_string()),
-        "rt_runtime_us" => {
-            let range = "allowed 0..the group's cpu.rt_period_us (1000000 by default), in us or with a unit like \"300ms\"";
-            let us = parse_us(value).ok_or_else(|| {
-                Invalid(format!(
-                    "rt_runtime_us \"{value}\" is not a duration in whole us: {range}"
-                ))
-            })?;
-            if us > RT_RUNTIME_MAX_US {
-                return Err(Invalid(format!(
-                    "rt_runtime_us \"{value}\" is out of range: {range}"
-                )));
-            }
-            Ok(us.to_string())
-        }
-        _ => Err(Invalid(unknown_knob(knob))),
+/// A cgroup knob's value in its typed form. [`CgroupValue::parse`] is the one place a
+/// value is validated: a preset's, a `--set`'s and a live change's; writing it and
+/// keeping it in the preset take it as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupValue {
+    Weight(u64),
+    Shares(u64),
+    Quota(Quota),
+    Idle(bool),
+    RtRuntimeUs(u64),
+}
+
+impl CgroupValue {
+    /// Parse `value` for `knob` without touching the system, or a one-line error naming
+    /// the knob, the bad value and the allowed range.
+    pub fn parse(knob: &str, value: &str) -> Result<CgroupValue, Invalid> {
+        let value = value.trim();
+        Ok(match knob {
+            "weight" => CgroupValue::Weight(parse_int(
+                knob,
+                value,
+                WEIGHT_MIN,
+                WEIGHT_MAX,
+                " (100 is the default)",
+            )?),
+            "shares" => CgroupValue::Shares(parse_int(
+                knob,
+                value,
+                SHARES_MIN,
+                SHARES_MAX,
+                " (1024 is the default)",
+            )?),
+            "quota" => CgroupValue::Quota(parse_quota(value)?),
+            "idle" => CgroupValue::Idle(
+                parse_int(knob, value, 0, 1, " (1 makes the group SCHED_IDLE-like)")? == 1,
+            ),
+            "rt_runtime_us" => CgroupValue::RtRuntimeUs(parse_rt_runtime(value)?),
+            _ => return Err(Invalid(unknown_knob(knob))),
+        })
     }
+
+    /// The knob this is a value of.
+    pub fn knob(self) -> &'static str {
+        match self {
+            CgroupValue::Weight(_) => "weight",
+            CgroupValue::Shares(_) => "shares",
+            CgroupValue::Quota(_) => "quota",
+            CgroupValue::Idle(_) => "idle",
+            CgroupValue::RtRuntimeUs(_) => "rt_runtime_us",
+        }
+    }
+}
+
+/// The value's normal text: what a preset listing and a report show.
+impl std::fmt::Display for CgroupValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            CgroupValue::Weight(n) | CgroupValue::Shares(n) | CgroupValue::RtRuntimeUs(n) => {
+                write!(f, "{n}")
+            }
+            CgroupValue::Quota(q) => f.write_str(&q.text()),
+            CgroupValue::Idle(on) => f.write_str(if on { "1" } else { "0" }),
+        }
+    }
+}
+
+fn parse_rt_runtime(value: &str) -> Result<u64, Invalid> {
+    let range = "allowed 0..the group's cpu.rt_period_us (1000000 by default), in us or with a unit like \"300ms\"";
+    let us = parse_us(value).ok_or_else(|| {
+        Invalid(format!(
+            "rt_runtime_us \"{value}\" is not a duration in whole us: {range}"
+        ))
+    })?;
+    if us > RT_RUNTIME_MAX_US {
+        return Err(Invalid(format!(
+            "rt_runtime_us \"{value}\" is out of range: {range}"
+        )));
+    }
+    Ok(us)
 }
 
 pub(super) fn unknown_knob(knob: &str) -> String {
@@ -197,6 +242,12 @@ pub(super) fn valid_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value's normal text, as a preset keeps it.
+    fn validate(knob: &str, value: &str) -> Result<String, Invalid> {
+        CgroupValue::parse(knob, value).map(|v| v.to_string())
+    }
+
     #[test]
     fn weight_and_shares_map_both_ways() {
         assert_eq!(weight_to_shares(100), 1024);

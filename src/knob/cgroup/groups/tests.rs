@@ -1,6 +1,11 @@
 //! Cgroups on fake directories, and on a real v1 hierarchy where the machine has one.
 
 use super::*;
+
+/// A value as a preset or a `--set` hands it over: parsed, so valid.
+fn value(knob: &str, text: &str) -> CgroupValue {
+    CgroupValue::parse(knob, text).expect("a valid value")
+}
 use crate::knob::cgroup::{detect, KNOBS};
 use std::collections::HashMap;
 
@@ -58,19 +63,22 @@ fn v2_files_are_written_and_read_in_v2_shapes() {
     assert_eq!(cg.get("a", "quota"), Ok("max".into()));
     assert_eq!(cg.get("a", "idle"), Ok("0".into()));
     empty(&cg, "a", "cpu.weight");
-    assert_eq!(cg.set("a", "shares", "512"), Ok("512".into()));
+    assert_eq!(cg.set("a", &value("shares", "512")), Ok("512".into()));
     assert_eq!(content(&cg, "a", "cpu.weight"), "50");
     empty(&cg, "a", "cpu.weight");
-    assert_eq!(cg.set("a", "weight", "300"), Ok("300".into()));
+    assert_eq!(cg.set("a", &value("weight", "300")), Ok("300".into()));
     assert_eq!(content(&cg, "a", "cpu.weight"), "300");
     empty(&cg, "a", "cpu.max");
-    assert_eq!(cg.set("a", "quota", "20ms/50ms"), Ok("20000/50000".into()));
+    assert_eq!(
+        cg.set("a", &value("quota", "20ms/50ms")),
+        Ok("20000/50000".into())
+    );
     assert_eq!(content(&cg, "a", "cpu.max"), "20000 50000");
     empty(&cg, "a", "cpu.max");
-    assert_eq!(cg.set("a", "quota", "max/100ms"), Ok("max".into()));
+    assert_eq!(cg.set("a", &value("quota", "max/100ms")), Ok("max".into()));
     assert_eq!(content(&cg, "a", "cpu.max"), "max 100000");
     let e = cg
-        .set("a", "rt_runtime_us", "1000")
+        .set("a", &value("rt_runtime_us", "1000"))
         .expect_err("v2 has no RT groups")
         .to_string();
     assert!(e.contains("only in cgroup v1"), "{e}");
@@ -94,10 +102,13 @@ fn v1_missing_files_and_unknown_names_get_clear_errors() {
     );
     assert_eq!(cg.get("b", "weight"), Ok("100".into()));
     assert_eq!(cg.get("b", "quota"), Ok("max".into()));
-    assert_eq!(cg.set("b", "idle", "1"), Err(KnobError::refused(NO_IDLE)));
+    assert_eq!(
+        cg.set("b", &value("idle", "1")),
+        Err(KnobError::refused(NO_IDLE))
+    );
     assert_eq!(cg.get("b", "idle"), Err(KnobError::refused(NO_IDLE)));
     assert_eq!(
-        cg.set("b", "rt_runtime_us", "1000"),
+        cg.set("b", &value("rt_runtime_us", "1000")),
         Err(KnobError::refused(NO_RT_GROUP))
     );
     assert_eq!(
@@ -105,7 +116,7 @@ fn v1_missing_files_and_unknown_names_get_clear_errors() {
         Err(KnobError::refused(NO_RT_GROUP))
     );
     assert_eq!(
-        cg.set("c", "weight", "5"),
+        cg.set("c", &value("weight", "5")),
         Err(KnobError::invalid(
             "unknown cgroup \"c\": this preset's cgroups are a, b"
         ))
@@ -115,7 +126,10 @@ fn v1_missing_files_and_unknown_names_get_clear_errors() {
         .expect_err("knob")
         .to_string()
         .contains(KNOBS));
-    let e = cg.set("a", "weight", "0").expect_err("range").to_string();
+    // An out-of-range value never reaches `set`: parsing it is where it is refused.
+    let e = CgroupValue::parse("weight", "0")
+        .expect_err("range")
+        .to_string();
     assert!(e.contains("1..10000"), "{e}");
     assert_eq!(cg.names(), vec!["a".to_string(), "b".to_string()]);
     assert!(cg.dir("a").is_some_and(|d| d.ends_with("schedlab-1/a")));
@@ -277,39 +291,39 @@ fn proc_cgroup_path(pid: u32) -> Option<String> {
 /// Weight (as shares), quota and idle on a real v1 hierarchy.
 fn v1_weight_quota_idle(cg: &Cgroups) {
     assert_eq!(cg.get("fast", "weight"), Ok("100".into()));
-    assert_eq!(cg.set("fast", "weight", "50"), Ok("50".into()));
+    assert_eq!(cg.set("fast", &value("weight", "50")), Ok("50".into()));
     assert_eq!(content(cg, "fast", "cpu.shares").trim(), "512");
-    assert_eq!(cg.set("slow", "shares", "2048"), Ok("2048".into()));
+    assert_eq!(cg.set("slow", &value("shares", "2048")), Ok("2048".into()));
     assert_eq!(cg.get("slow", "weight"), Ok("200".into()));
-    assert_eq!(cg.set("fast", "weight", "3"), Ok("3".into()));
+    assert_eq!(cg.set("fast", &value("weight", "3")), Ok("3".into()));
 
     assert_eq!(cg.get("fast", "quota"), Ok("max".into()));
     assert_eq!(
-        cg.set("fast", "quota", "50ms/100ms"),
+        cg.set("fast", &value("quota", "50ms/100ms")),
         Ok("50000/100000".into())
     );
     assert_eq!(content(cg, "fast", "cpu.cfs_quota_us").trim(), "50000");
     assert_eq!(
-        cg.set("fast", "quota", "150ms/200ms"),
+        cg.set("fast", &value("quota", "150ms/200ms")),
         Ok("150000/200000".into())
     );
-    assert_eq!(cg.set("fast", "quota", "max"), Ok("max".into()));
+    assert_eq!(cg.set("fast", &value("quota", "max")), Ok("max".into()));
     assert_eq!(content(cg, "fast", "cpu.cfs_quota_us").trim(), "-1");
 
-    assert_eq!(cg.set("slow", "idle", "1"), Ok("1".into()));
+    assert_eq!(cg.set("slow", &value("idle", "1")), Ok("1".into()));
     let e = cg
-        .set("slow", "weight", "10")
+        .set("slow", &value("weight", "10"))
         .expect_err("idle group has no weight")
         .to_string();
     assert!(e.contains("EINVAL") && e.contains("idle 0"), "{e}");
-    assert_eq!(cg.set("slow", "idle", "0"), Ok("0".into()));
+    assert_eq!(cg.set("slow", &value("idle", "0")), Ok("0".into()));
 }
 
 /// rt_runtime_us: the base group holds the sum of its groups', within the root's.
 fn v1_rt_runtime_keeps_the_base_in_step(cg: &Cgroups, base: &Path) {
     assert_eq!(cg.get("fast", "rt_runtime_us"), Ok("0".into()));
     assert_eq!(
-        cg.set("fast", "rt_runtime_us", "100ms"),
+        cg.set("fast", &value("rt_runtime_us", "100ms")),
         Ok("100000".into())
     );
     assert_eq!(
@@ -318,14 +332,17 @@ fn v1_rt_runtime_keeps_the_base_in_step(cg: &Cgroups, base: &Path) {
             .trim(),
         "100000"
     );
-    assert_eq!(cg.set("slow", "rt_runtime_us", "50000"), Ok("50000".into()));
+    assert_eq!(
+        cg.set("slow", &value("rt_runtime_us", "50000")),
+        Ok("50000".into())
+    );
     assert_eq!(
         std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
             .expect("base")
             .trim(),
         "150000"
     );
-    assert_eq!(cg.set("fast", "rt_runtime_us", "0"), Ok("0".into()));
+    assert_eq!(cg.set("fast", &value("rt_runtime_us", "0")), Ok("0".into()));
     assert_eq!(
         std::fs::read_to_string(base.join("cpu.rt_runtime_us"))
             .expect("base")
@@ -333,12 +350,12 @@ fn v1_rt_runtime_keeps_the_base_in_step(cg: &Cgroups, base: &Path) {
         "50000"
     );
     let e = cg
-        .set("fast", "rt_runtime_us", "2000000")
+        .set("fast", &value("rt_runtime_us", "2000000"))
         .expect_err("above the period")
         .to_string();
     assert!(e.contains("0..1000000"), "{e}");
     let e = cg
-        .set("fast", "rt_runtime_us", "920000")
+        .set("fast", &value("rt_runtime_us", "920000"))
         .expect_err("more than the root has")
         .to_string();
     assert!(e.contains("EINVAL") || e.contains("EBUSY"), "{e}");
@@ -381,12 +398,15 @@ fn v1_moves_follow_rt_runtime(cg: &Cgroups, guard: &mut Guard, base: &Path) {
         .to_string();
     assert!(e.contains("EINVAL") && e.contains("rt_runtime_us"), "{e}");
     assert_eq!(proc_cgroup_path(pid), Some(format!("/schedlab-{me}/slow")));
-    assert_eq!(cg.set("fast", "rt_runtime_us", "10000"), Ok("10000".into()));
+    assert_eq!(
+        cg.set("fast", &value("rt_runtime_us", "10000")),
+        Ok("10000".into())
+    );
     cg.add_task("fast", id, id)
         .expect("an RT task into a group with runtime");
     assert_eq!(proc_cgroup_path(pid), Some(format!("/schedlab-{me}/fast")));
     let e = cg
-        .set("fast", "rt_runtime_us", "0")
+        .set("fast", &value("rt_runtime_us", "0"))
         .expect_err("busy")
         .to_string();
     assert!(e.contains("EBUSY") && e.contains("real-time"), "{e}");
