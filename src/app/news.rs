@@ -8,16 +8,7 @@ impl App {
     pub(super) fn news(&mut self, action: Action) -> Vec<Effect> {
         match action {
             Action::Batch(batch) => {
-                // A paused replay still takes the samples it is stepped or seeked to.
-                if !self.ui.paused || self.replay {
-                    self.live.push(&batch);
-                }
-                // A recording says what it was sampled at (live, the App set it).
-                if self.replay && batch.interval_ns > 0 {
-                    self.ui
-                        .interval
-                        .set(Duration::from_nanos(batch.interval_ns));
-                }
+                self.take_batch(&batch);
                 Vec::new()
             }
             Action::Started(s) => {
@@ -84,6 +75,19 @@ impl App {
             }
             // The user's input is `update`'s own.
             Action::Key(_) | Action::Mouse(_) | Action::Resize(..) => Vec::new(),
+        }
+    }
+
+    fn take_batch(&mut self, batch: &Batch) {
+        // A paused replay still takes the samples it is stepped or seeked to.
+        if !self.ui.paused || self.replay {
+            self.live.push(batch);
+        }
+        // A recording says what it was sampled at (live, the App set it).
+        if self.replay && batch.interval_ns > 0 {
+            self.ui
+                .interval
+                .set(Duration::from_nanos(batch.interval_ns));
         }
     }
 
