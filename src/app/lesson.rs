@@ -1,0 +1,310 @@
+//! A lesson playing in the workbench: its step, its clock (the run's sample time, while
+//! not paused), the values to put back when stepping back, and each step's check.
+
+use super::*;
+use crate::lesson::check::{evaluate, known_reasons, Outcome, Window};
+use crate::lesson::{Bound, Lesson, Pace};
+
+/// The lesson being played.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Playing {
+    pub lesson: Lesson,
+    /// The current step; `steps.len()` once the last one is done.
+    pub step: usize,
+    pub paused: bool,
+    /// Seconds the current step has been shown (lesson clock: stops while paused).
+    pub clock_s: f64,
+    /// The run's time at the latest sample the clock counted.
+    last_s: f64,
+    /// The run's time the current step started at.
+    entered_s: f64,
+    /// Each step's window once it was left (a ratio check compares with it).
+    pub windows: Vec<Option<Window>>,
+    /// What puts back the values each step's changes replaced.
+    undo: Vec<Vec<Setting>>,
+    /// The kernel refused these changes of each step.
+    pub refused: Vec<Vec<String>>,
+    /// The current step's check as the samples so far show it.
+    pub outcome: Option<Outcome>,
+    /// Why the effect may not show (when the check did not pass).
+    pub reasons: Vec<String>,
+    /// Waiting for its preset's workload to start.
+    pub waiting: bool,
+}
+
+impl Playing {
+    pub fn new(lesson: Lesson) -> Playing {
+        let n = lesson.steps.len();
+        Playing {
+            lesson,
+            step: 0,
+            paused: false,
+            clock_s: 0.0,
+            last_s: 0.0,
+            entered_s: 0.0,
+            windows: vec![None; n],
+            undo: vec![Vec::new(); n],
+            refused: vec![Vec::new(); n],
+            outcome: None,
+            reasons: Vec::new(),
+            waiting: true,
+        }
+    }
+
+    /// Past the last step.
+    pub fn finished(&self) -> bool {
+        self.step >= self.lesson.steps.len()
+    }
+
+    pub fn current(&self) -> Option<&crate::lesson::Step> {
+        self.lesson.steps.get(self.step)
+    }
+}
+
+impl App {
+    /// The lessons `L` offers, and the one to play once its preset runs.
+    pub(super) fn take_lessons(&mut self, list: Vec<Lesson>, start: Option<Lesson>) {
+        self.lessons = list;
+        if let Some(l) = start {
+            self.lesson = Some(Playing::new(l));
+        }
+    }
+
+    /// Keys while a lesson plays (None: the key is the workbench's as usual).
+    pub(super) fn lesson_key(&mut self, key: &KeyEvent) -> Option<Vec<Effect>> {
+        let playing = self.lesson.as_ref().is_some_and(|p| !p.waiting);
+        if !playing || self.ui.mode != Mode::Normal {
+            return None;
+        }
+        if key.code == crossterm::event::KeyCode::Esc {
+            return Some(self.leave_lesson());
+        }
+        match self.keymap.command(key)? {
+            Command::Pause => {
+                let p = self.lesson.as_mut()?;
+                p.paused = !p.paused;
+                let text = if p.paused {
+                    "lesson paused (space resumes); sampling goes on"
+                } else {
+                    "lesson resumed"
+                };
+                self.say(text);
+                Some(Vec::new())
+            }
+            Command::SeekForward => Some(self.lesson_forward()),
+            Command::SeekBack => Some(self.lesson_back()),
+            Command::Lessons => Some(self.leave_lesson()),
+            _ => None,
+        }
+    }
+
+    /// Leave the lesson; the knobs stay as they are.
+    pub(super) fn leave_lesson(&mut self) -> Vec<Effect> {
+        if let Some(p) = self.lesson.take() {
+            self.say(format!(
+                "left the lesson {}: the knobs stay as they are ({} restarts the preset as written)",
+                p.lesson.name,
+                self.key_label(Command::Restart)
+            ));
+        }
+        Vec::new()
+    }
+
+    /// The experiment (re)started: a waiting lesson for this preset begins; one for
+    /// another preset is dropped.
+    pub(super) fn lesson_started(&mut self) -> Vec<Effect> {
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
+        let name = self
+            .preset
+            .as_ref()
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
+        if p.lesson.preset != name {
+            let l = p.lesson.name.clone();
+            self.lesson = None;
+            self.complain(format!("left the lesson {l}: the preset is now {name}"));
+            return Vec::new();
+        }
+        if p.waiting {
+            p.waiting = false;
+            return self.enter_step(0, true);
+        }
+        // A restart: the run's clock began again; the step's window with it.
+        p.windows.iter_mut().for_each(|w| *w = None);
+        p.entered_s = 0.0;
+        p.last_s = 0.0;
+        p.clock_s = 0.0;
+        Vec::new()
+    }
+
+    /// Show step `k`; with `apply`, make its knob changes (remembering what they replace).
+    fn enter_step(&mut self, k: usize, apply: bool) -> Vec<Effect> {
+        let now = self.live.now_s();
+        let sys_now: Vec<(String, Option<String>)> = self
+            .knobs
+            .iter()
+            .map(|k| (k.name.clone(), k.value.clone()))
+            .collect();
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
+        p.step = k;
+        p.clock_s = 0.0;
+        p.last_s = now;
+        p.entered_s = now;
+        p.outcome = None;
+        p.reasons.clear();
+        let Some(step) = p.lesson.steps.get(k).cloned() else {
+            self.say("end of the lesson: left arrow goes back, esc leaves it");
+            return Vec::new();
+        };
+        if !apply {
+            return Vec::new();
+        }
+        p.refused[k].clear();
+        let mut undo = step.undo.clone();
+        for s in step.set.iter().filter(|s| s.target == "sys") {
+            let name = format!("sys.{}", s.knob);
+            if let Some((_, Some(v))) = sys_now.iter().find(|(n, _)| *n == name) {
+                undo.push(Setting {
+                    value: v.clone(),
+                    ..s.clone()
+                });
+            }
+        }
+        p.undo[k] = undo;
+        let mut effects = Vec::new();
+        for s in &step.set {
+            effects.extend(self.apply(s.to_string()));
+        }
+        effects
+    }
+
+    /// `right`: close this step's window and go to the next (its changes applied).
+    pub(super) fn lesson_forward(&mut self) -> Vec<Effect> {
+        let now = self.live.now_s();
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
+        if p.finished() {
+            return Vec::new();
+        }
+        let k = p.step;
+        p.windows[k] = Some(Window {
+            from_s: p.entered_s,
+            to_s: now,
+        });
+        self.enter_step(k + 1, true)
+    }
+
+    /// `left`: put back what this step changed and show the step before.
+    pub(super) fn lesson_back(&mut self) -> Vec<Effect> {
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
+        if p.step == 0 {
+            self.say("this is the first step");
+            return Vec::new();
+        }
+        let undo = if p.finished() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut p.undo[p.step])
+        };
+        let k = p.step - 1;
+        let mut effects = Vec::new();
+        for s in undo {
+            effects.extend(self.apply(s.to_string()));
+        }
+        effects.extend(self.enter_step(k, false));
+        effects
+    }
+
+    /// A sample arrived: the lesson clock moves (unless paused), the check is evaluated
+    /// on the samples so far, and a timed step that is over moves on.
+    pub(super) fn lesson_tick(&mut self) -> Vec<Effect> {
+        let now = self.live.now_s();
+        let cpus = self.cpus;
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
+        if p.waiting || p.finished() {
+            return Vec::new();
+        }
+        if !p.paused {
+            p.clock_s += (now - p.last_s).max(0.0);
+        }
+        p.last_s = now;
+        let Some(step) = p.lesson.steps.get(p.step) else {
+            return Vec::new();
+        };
+        let this = Window {
+            from_s: p.entered_s,
+            to_s: now,
+        };
+        if let Some(c) = &step.check {
+            let earlier = match c.bound {
+                Bound::Ratio { step, .. } => p.windows.get(step).copied().flatten(),
+                Bound::Absolute { .. } => None,
+            };
+            let o = evaluate(&self.live, p.lesson.headline, c, this, earlier);
+            let refused = !p.refused[p.step].is_empty();
+            p.reasons = if o.verdict == crate::lesson::check::Verdict::Pass && !refused {
+                Vec::new()
+            } else {
+                known_reasons(&self.live, this, &p.refused[p.step], cpus)
+                    .into_iter()
+                    .chain(step.if_not.iter().cloned())
+                    .collect()
+            };
+            p.outcome = Some(o);
+        }
+        match step.pace {
+            Pace::Timed(d) if p.clock_s >= d.as_secs_f64() => self.lesson_forward(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A knob change's answer: a refusal of the current step's change is remembered
+    /// (it explains a check that does not pass).
+    pub(super) fn lesson_knob_result(&mut self, setting: &str, refused: Option<String>) {
+        let Some(p) = self.lesson.as_mut() else {
+            return;
+        };
+        let Some(why) = refused else { return };
+        let k = p.step;
+        if p.current()
+            .is_some_and(|s| s.set.iter().any(|x| x.to_string() == setting))
+        {
+            p.refused[k].push(format!("{setting}: {why}"));
+        }
+    }
+
+    /// `L`: the list of lessons; enter plays one (switching preset if it needs another).
+    pub(super) fn open_lessons(&mut self) -> Vec<Effect> {
+        if self.lessons.is_empty() {
+            self.complain("no lessons found");
+            return Vec::new();
+        }
+        self.ui.mode = Mode::Lessons { selected: 0 };
+        Vec::new()
+    }
+
+    /// Play lesson `i` of the list.
+    pub(super) fn choose_lesson(&mut self, i: usize) -> Vec<Effect> {
+        self.ui.mode = Mode::Normal;
+        let Some(l) = self.lessons.get(i).cloned() else {
+            return Vec::new();
+        };
+        let here = self.preset.as_ref().is_some_and(|p| p.name == l.preset);
+        let preset = l.preset.clone();
+        self.lesson = Some(Playing::new(l));
+        if here {
+            return self.lesson_started();
+        }
+        self.say(format!("starting {preset} for the lesson..."));
+        vec![Effect::Restart(Some(preset))]
+    }
+}
