@@ -160,9 +160,14 @@ impl App {
             self.say("end of the lesson: left arrow goes back, esc leaves it");
             return Vec::new();
         };
+        // The graphs mark where each step began, like a knob change.
+        self.live.mark(format!("step {}", k + 1));
         if !apply {
             return Vec::new();
         }
+        let Some(p) = self.lesson.as_mut() else {
+            return Vec::new();
+        };
         p.refused[k].clear();
         let mut undo = step.undo.clone();
         for s in step.set.iter().filter(|s| s.target == "sys") {
@@ -306,5 +311,165 @@ impl App {
         }
         self.say(format!("starting {preset} for the lesson..."));
         vec![Effect::Restart(Some(preset))]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::super::tests::{batch, knobs, running_app, started};
+    use super::*;
+
+    fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+        app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+    }
+
+    fn applies(effects: &[Effect]) -> Vec<String> {
+        effects
+            .iter()
+            .map(|e| match e {
+                Effect::Apply(s) => s.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn rt_lesson() -> Lesson {
+        crate::lesson::load_in("rt-throttle", None).expect("built-in")
+    }
+
+    /// The workbench as `schedlab lesson rt-throttle` opens it: the lesson first, then
+    /// the experiment's start and a few samples.
+    fn in_lesson(lesson: Lesson) -> (App, Vec<Effect>) {
+        let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+        app.update(Action::Lessons(vec![lesson.clone()], Some(lesson)));
+        app.update(Action::SystemKnobs(knobs()));
+        let first = app.update(Action::Started(Box::new(started())));
+        for t in 0..3 {
+            app.update(Action::Batch(Box::new(batch(t))));
+        }
+        (app, first)
+    }
+
+    #[test]
+    fn right_applies_the_next_steps_changes_and_left_puts_back_what_they_replaced() {
+        let (mut app, first) = in_lesson(rt_lesson());
+        assert!(applies(&first).is_empty(), "step 1 changes nothing");
+        assert_eq!(app.lesson.as_ref().map(|p| p.step), Some(0));
+        let e = key(&mut app, KeyCode::Right);
+        assert_eq!(applies(&e), ["sys.rt_runtime_us=600000"]);
+        let e = key(&mut app, KeyCode::Right);
+        assert_eq!(applies(&e), ["fifo.policy=other"]);
+        // Back: the spinner's policy as the preset had it, then the RT runtime as the
+        // machine had it when step 2 began.
+        let e = key(&mut app, KeyCode::Left);
+        assert_eq!(applies(&e), ["fifo.policy=fifo"]);
+        assert_eq!(app.lesson.as_ref().map(|p| p.step), Some(1));
+        let e = key(&mut app, KeyCode::Left);
+        assert_eq!(applies(&e), ["sys.rt_runtime_us=950000"]);
+        assert!(
+            applies(&key(&mut app, KeyCode::Left)).is_empty(),
+            "no step before 1"
+        );
+        // Past the last step: the end, and right does nothing more.
+        for _ in 0..3 {
+            key(&mut app, KeyCode::Right);
+        }
+        assert!(app.lesson.as_ref().is_some_and(|p| p.finished()));
+        assert!(key(&mut app, KeyCode::Right).is_empty());
+        // Esc leaves it, the knobs as they are.
+        assert!(key(&mut app, KeyCode::Esc).is_empty());
+        assert!(app.lesson.is_none());
+    }
+
+    #[test]
+    fn space_pauses_the_lesson_clock_and_a_timed_step_moves_on_by_itself() {
+        let text = crate::lesson::BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "rt-throttle")
+            .map(|(_, t)| t.replacen("duration = \"key\"", "duration = \"4s\"", 1))
+            .expect("built-in");
+        let lesson = crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses");
+        let (mut app, _) = in_lesson(lesson);
+        let clock = |app: &App| app.lesson.as_ref().map_or(-1.0, |p| p.clock_s);
+        let before = clock(&app);
+        assert!(
+            key(&mut app, KeyCode::Char(' ')).is_empty(),
+            "no Pause effect"
+        );
+        assert!(app.lesson.as_ref().is_some_and(|p| p.paused));
+        assert!(!app.ui.paused, "sampling goes on");
+        for t in 3..6 {
+            app.update(Action::Batch(Box::new(batch(t))));
+        }
+        assert_eq!(clock(&app), before, "paused: the clock stands");
+        assert_eq!(app.lesson.as_ref().map(|p| p.step), Some(0));
+        key(&mut app, KeyCode::Char(' '));
+        let mut moved = Vec::new();
+        for t in 6..9 {
+            moved.extend(app.update(Action::Batch(Box::new(batch(t)))));
+        }
+        assert_eq!(app.lesson.as_ref().map(|p| p.step), Some(1), "4 s passed");
+        assert_eq!(applies(&moved), ["sys.rt_runtime_us=600000"]);
+        // The step's check was judged on the samples: fifo took 90 % in the fixture.
+        let p = app.lesson.as_ref().expect("playing");
+        assert!(p.windows[0].is_some());
+    }
+
+    #[test]
+    fn outside_a_lesson_space_and_the_arrows_keep_their_meaning() {
+        let mut app = running_app();
+        assert_eq!(key(&mut app, KeyCode::Char(' ')), [Effect::Pause(true)]);
+        assert!(key(&mut app, KeyCode::Right).is_empty());
+        assert!(app.ui.status.contains("replay"), "{}", app.ui.status);
+    }
+
+    #[test]
+    fn l_lists_lessons_and_one_for_another_preset_switches_to_it() {
+        let mut app = running_app();
+        app.update(Action::Lessons(
+            crate::lesson::list().into_iter().flatten().collect(),
+            None,
+        ));
+        key(&mut app, KeyCode::Char('L'));
+        assert_eq!(app.ui.mode, Mode::Lessons { selected: 0 });
+        // The first is pipe-wakeup's; this workbench runs rt-throttle.
+        let e = key(&mut app, KeyCode::Enter);
+        assert_eq!(e, [Effect::Restart(Some("pipe-wakeup".into()))]);
+        assert!(app.lesson.as_ref().is_some_and(|p| p.waiting));
+        // The same preset's lesson starts at once.
+        let rt = app.lessons.iter().position(|l| l.name == "rt-throttle");
+        app.ui.mode = Mode::Lessons {
+            selected: rt.expect("listed"),
+        };
+        key(&mut app, KeyCode::Enter);
+        assert!(app
+            .lesson
+            .as_ref()
+            .is_some_and(|p| !p.waiting && p.step == 0));
+        // L again leaves it.
+        key(&mut app, KeyCode::Char('L'));
+        assert!(app.lesson.is_none());
+    }
+
+    #[test]
+    fn a_refused_change_of_the_step_is_remembered_as_a_reason() {
+        let (mut app, _) = in_lesson(rt_lesson());
+        key(&mut app, KeyCode::Right);
+        app.update(Action::KnobResult {
+            setting: "sys.rt_runtime_us=600000".into(),
+            result: Err(crate::error::KnobError::Refused("EPERM".into())),
+        });
+        app.update(Action::Batch(Box::new(batch(9))));
+        let p = app.lesson.as_ref().expect("playing");
+        assert_eq!(p.refused[1].len(), 1, "{:?}", p.refused);
+        assert!(
+            p.reasons.iter().any(|r| r.contains("EPERM")),
+            "{:?}",
+            p.reasons
+        );
     }
 }

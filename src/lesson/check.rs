@@ -98,7 +98,7 @@ pub fn evaluate(
             "{}: {} ({figure}; expected {})",
             if pass { "yes" } else { "NO" },
             check.says,
-            expected(&check.bound)
+            expected(check, headline)
         ),
     }
 }
@@ -116,19 +116,22 @@ fn no_data(check: &Check, whose: &str) -> Outcome {
     }
 }
 
-fn expected(bound: &Bound) -> String {
-    let (min, max, unit) = match *bound {
-        Bound::Absolute { min, max } => (min, max, ""),
-        Bound::Ratio { min, max, .. } => (min, max, "x"),
+/// The bound in words: `>= 2x step 1`, `55.0 %..63.0 %`.
+fn expected(check: &Check, headline: Headline) -> String {
+    let (min, max, fmt): (_, _, Box<dyn Fn(f64) -> String>) = match check.bound {
+        Bound::Absolute { min, max } => {
+            (min, max, Box::new(move |v| show(check.metric, headline, v)))
+        }
+        Bound::Ratio { min, max, .. } => (min, max, Box::new(|v| format!("{v}x"))),
     };
-    let vs = match bound {
+    let vs = match check.bound {
         Bound::Ratio { step, .. } => format!(" step {}", step + 1),
         Bound::Absolute { .. } => String::new(),
     };
     match (min, max) {
-        (Some(a), Some(b)) => format!("{a}{unit}..{b}{unit}{vs}"),
-        (Some(a), None) => format!(">= {a}{unit}{vs}"),
-        (None, Some(b)) => format!("<= {b}{unit}{vs}"),
+        (Some(a), Some(b)) => format!("{}..{}{vs}", fmt(a), fmt(b)),
+        (Some(a), None) => format!(">= {}{vs}", fmt(a)),
+        (None, Some(b)) => format!("<= {}{vs}", fmt(b)),
         (None, None) => "anything".into(),
     }
 }

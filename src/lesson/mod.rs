@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::preset::setting::Setting;
 use crate::preset::Headline;
 
-pub use load::{list, list_in, load, load_in, user_dir, BUILTIN};
+pub use load::{list, list_in, load, load_in, parse_with, user_dir, BUILTIN};
 
 /// How long a key-paced step is held when nobody presses a key (`lesson --headless`).
 pub const KEY_STEP_HOLD: Duration = Duration::from_secs(6);

@@ -294,3 +294,17 @@ fn step_times_scale_by_pace_or_are_fixed() {
     let fixed = Some(Duration::from_secs(1));
     assert_eq!(l.step_times(hold, 0.5, fixed), [Duration::from_secs(1); 2]);
 }
+
+#[test]
+fn every_checked_built_in_step_says_why_it_may_not_show_here() {
+    for (name, text) in BUILTIN {
+        let l = parse(text).expect(name);
+        for (i, s) in l.steps.iter().enumerate() {
+            assert!(
+                s.check.is_none() || !s.if_not.is_empty(),
+                "{name} step {}: a check without an if_not reason",
+                i + 1
+            );
+        }
+    }
+}

@@ -136,11 +136,15 @@ fn title(app: &App, p: &Playing) -> Line<'static> {
         ),
         None => "done".into(),
     };
-    let step = (p.step + 1).min(n);
+    let at = if p.finished() {
+        format!("the end ({n} steps)")
+    } else {
+        format!("step {}/{n}", p.step + 1)
+    };
     let paused = if p.paused { "  PAUSED" } else { "" };
     Line::from(vec![
         Span::styled(
-            format!(" LESSON {}  step {step}/{n} ", p.lesson.name),
+            format!(" LESSON {}  {at} ", p.lesson.name),
             theme::lesson(app),
         ),
         Span::styled(format!(" {clock}{paused} "), theme::lesson_frame(app)),
