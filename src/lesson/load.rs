@@ -164,7 +164,7 @@ pub fn list_in(user_dir: Option<&Path>) -> Vec<Result<Lesson>> {
 
 /// Parse and validate a lesson; its preset is loaded by name (user presets included).
 pub fn parse(text: &str, source: &str) -> Result<Lesson> {
-    parse_with(text, source, |name| crate::preset::load(name))
+    parse_with(text, source, crate::preset::load)
 }
 
 /// [`parse`] with the preset found by `preset_of` (the tests' own presets).
