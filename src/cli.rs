@@ -49,6 +49,9 @@ pub enum Cmd {
     /// Run a preset with settings A and with settings B in turns (A B A B ...) and
     /// compare their numbers: min, median, max and the B/A ratio per round.
     Compare(CompareArgs),
+    /// Play a scripted lesson over a live preset (captions, knob changes, checks); list
+    /// the lessons without NAME.
+    Lesson(LessonArgs),
     /// Every system knob: current value, allowed values, writable here or why not.
     Knobs {
         /// Print JSON instead of a table.
@@ -309,4 +312,32 @@ pub struct RunArgs {
     /// --trace.
     #[arg(long, value_name = "FILE.pftrace|json")]
     pub trace_out: Option<PathBuf>,
+}
+
+/// `schedlab lesson`.
+#[derive(Debug, Args, Clone)]
+pub struct LessonArgs {
+    /// A lesson name (see `schedlab lesson`) or a path to a lesson TOML file.
+    pub name: Option<String>,
+    /// Play it without a terminal and print a pass/fail line per step (exit code 1 when a
+    /// check failed).
+    #[arg(long)]
+    pub headless: bool,
+    /// With --headless: write the result as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// With --headless: scale every step's time (0.5 plays twice as fast).
+    #[arg(long, default_value_t = 1.0)]
+    pub pace: f64,
+    /// With --headless: every step lasts this long (overrides --pace), e.g. 2s.
+    #[arg(long, value_name = "DURATION")]
+    pub step_time: Option<String>,
+    /// With --headless: plot the whole session, steps marked (.png or .svg).
+    #[arg(long, value_name = "FILE.png|svg")]
+    pub plot: Option<PathBuf>,
+    /// Sampling interval, e.g. 100ms.
+    #[arg(long, default_value = "100ms")]
+    pub interval: String,
+    #[command(flatten)]
+    pub system: SystemArgs,
 }

@@ -25,6 +25,7 @@ pub mod ideal;
 pub mod input;
 pub mod knob;
 pub mod lab;
+pub mod lesson;
 pub mod plot;
 pub mod preset;
 pub mod report;

@@ -74,6 +74,7 @@ impl App {
                 Vec::new()
             }
             Command::Record => vec![Effect::ToggleRecord],
+            Command::Lessons => self.open_lessons(),
             Command::Trace => self.toggle_trace(),
             Command::ExportTrace => self.export_trace(),
             Command::StepBack => self.replay_move(Effect::Step(-1)),

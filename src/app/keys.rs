@@ -46,11 +46,12 @@ pub enum Command {
     Log,
     ScrollUp,
     ScrollDown,
+    Lessons,
 }
 
 impl Command {
     /// (config name, default keys, what it does) for every command, in help order.
-    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 35] = [
+    pub const ALL: [(Command, &'static str, &'static [&'static str], &'static str); 36] = [
         (
             Command::Quit,
             "quit",
@@ -118,6 +119,12 @@ impl Command {
             "attach a running process",
         ),
         (Command::Note, "note", &["n"], "teaching note / graphs"),
+        (
+            Command::Lessons,
+            "lessons",
+            &["L"],
+            "lessons: play one (in a lesson: leave it)",
+        ),
         (
             Command::ScrollUp,
             "scroll_up",

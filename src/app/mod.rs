@@ -5,7 +5,9 @@
 mod commands;
 mod export;
 mod geometry;
+mod lesson;
 pub use geometry::{Geometry, Hit};
+pub use lesson::Playing;
 pub mod keys;
 mod modal;
 mod picker;
@@ -60,6 +62,8 @@ pub enum Action {
     },
     SystemKnobs(Vec<KnobInfo>),
     Presets(Vec<(String, String)>),
+    /// The lessons `L` offers, and one to play as soon as its preset runs.
+    Lessons(Vec<crate::lesson::Lesson>, Option<crate::lesson::Lesson>),
     Recording(Result<Option<String>, RecordError>),
     /// The scheduler trace is on (true) or off (false), or why it could not start.
     Tracing(Result<bool, TraceError>),
@@ -170,6 +174,9 @@ pub struct App {
     pub live: Live,
     pub knobs: Vec<KnobInfo>,
     pub presets: Vec<(String, String)>,
+    pub lessons: Vec<crate::lesson::Lesson>,
+    /// The lesson playing (or waiting for its preset to start).
+    pub lesson: Option<Playing>,
     pub ui: UiState,
     pub keymap: KeyMap,
     /// Where keys.toml is looked for, as the help names it.
@@ -201,6 +208,7 @@ fn changes_the_run(cmd: Command) -> bool {
             | Command::Presets
             | Command::Attach
             | Command::Record
+            | Command::Lessons
     )
 }
 
@@ -226,6 +234,8 @@ impl App {
             live: Live::empty(RETENTION),
             knobs: Vec::new(),
             presets: Vec::new(),
+            lessons: Vec::new(),
+            lesson: None,
             ui: UiState {
                 mode: Mode::Normal,
                 panel: Panel::Tasks,
@@ -314,6 +324,9 @@ impl App {
             Action::Key(key) => {
                 if self.ui.mode != Mode::Normal {
                     return self.modal_key(key);
+                }
+                if let Some(effects) = self.lesson_key(&key) {
+                    return effects;
                 }
                 match self.keymap.command(&key) {
                     Some(cmd) => self.command(cmd),

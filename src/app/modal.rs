@@ -45,6 +45,10 @@ pub enum Mode {
     },
     /// Add a running process to the experiment (`a`): a tree of processes, `/` filters.
     Picker(super::picker::Picker),
+    /// Play a lesson (`L`).
+    Lessons {
+        selected: usize,
+    },
 }
 
 impl Mode {
@@ -73,6 +77,8 @@ enum Outcome {
     Complain(&'static str),
     /// Close and attach to this process.
     Attach(i32),
+    /// Close and play this lesson (by index).
+    Lesson(usize),
 }
 
 fn step(sel: &mut usize, len: usize, down: bool) {
@@ -116,6 +122,7 @@ impl App {
             Mode::Input { prefix, buffer, .. } => input_key(&key, prefix, buffer),
             Mode::CpuPicker { task, cpus, cursor } => cpu_picker_key(&key, task, cpus, cursor),
             Mode::Presets { selected } => presets_key(&key, &self.presets, selected),
+            Mode::Lessons { selected } => lessons_key(&key, self.lessons.len(), selected),
             Mode::Picker(p) => match p.key(&key) {
                 super::picker::Picked::Stay => Outcome::Stay,
                 super::picker::Picked::Attach(pid) => Outcome::Attach(pid),
@@ -207,6 +214,7 @@ impl App {
                 self.say(format!("attaching to pid {pid}..."));
                 vec![Effect::Attach(pid)]
             }
+            Outcome::Lesson(i) => self.choose_lesson(i),
             Outcome::Switch(name) => {
                 self.ui.mode = Mode::Normal;
                 self.say(format!("starting {name}..."));
@@ -309,6 +317,18 @@ fn presets_key(key: &KeyEvent, presets: &[(String, String)], selected: &mut usiz
             Some((name, _)) => Outcome::Switch(name.clone()),
             None => Outcome::Close,
         },
+        _ => Outcome::Stay,
+    }
+}
+
+fn lessons_key(key: &KeyEvent, len: usize, selected: &mut usize) -> Outcome {
+    if let Some(down) = list_move(key) {
+        step(selected, len, down);
+        return Outcome::Stay;
+    }
+    match key.code {
+        KeyCode::Enter if *selected < len => Outcome::Lesson(*selected),
+        KeyCode::Char('L') => Outcome::Close,
         _ => Outcome::Stay,
     }
 }

@@ -9,11 +9,11 @@ impl App {
         match action {
             Action::Batch(batch) => {
                 self.take_batch(&batch);
-                Vec::new()
+                self.lesson_tick()
             }
             Action::Started(s) => {
                 self.start(*s);
-                Vec::new()
+                self.lesson_started()
             }
             Action::Joined(tasks) => {
                 let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
@@ -37,7 +37,15 @@ impl App {
                 self.tell(line.join("; "), !gone.is_empty());
                 Vec::new()
             }
-            Action::KnobResult { setting, result } => self.knob_result(&setting, result),
+            Action::KnobResult { setting, result } => {
+                let refused = result.as_ref().err().map(|e| e.to_string());
+                self.lesson_knob_result(&setting, refused);
+                self.knob_result(&setting, result)
+            }
+            Action::Lessons(list, start) => {
+                self.take_lessons(list, start);
+                Vec::new()
+            }
             Action::SystemKnobs(k) => {
                 self.knobs = k;
                 self.ui.selected_knob = self

@@ -4,6 +4,7 @@
 mod check;
 mod compare;
 mod knobs;
+mod lesson;
 mod output;
 mod prepare;
 mod presets;
@@ -76,6 +77,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Some(Cmd::Run(args)) => run::run_command(args),
         Some(Cmd::Sweep(args)) => sweep::sweep(args),
         Some(Cmd::Compare(args)) => compare::compare(args),
+        Some(Cmd::Lesson(args)) => lesson::lesson(args),
         Some(Cmd::Knobs {
             json,
             mount_debugfs,

@@ -27,8 +27,56 @@ pub fn tui(
     if !shaped.system_sets.is_empty() {
         return Err(usage("system knobs (sys.*) are changed live in the workbench (tab, enter) or with `schedlab run --set`"));
     }
+    open(
+        shaped.preset,
+        keymap,
+        interval,
+        system,
+        target.keep,
+        wakings,
+        None,
+    )
+}
+
+/// `schedlab lesson NAME`: the workbench on the lesson's preset, the lesson playing.
+pub fn tui_lesson(
+    lesson: crate::lesson::Lesson,
+    interval: &str,
+    system: &SystemArgs,
+) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return Err(usage(
+            "a lesson in the workbench needs a terminal; without one use `schedlab lesson NAME --headless`",
+        ));
+    }
+    let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
+    let interval = sampling_interval(interval)?;
+    let preset = super::prepare::load_preset(&lesson.preset)?;
+    let shaped = shape(preset, &SettingsArgs::default())?;
+    open(
+        shaped.preset,
+        keymap,
+        interval,
+        system,
+        false,
+        crate::trace::Wakings::CrossCpu,
+        Some(lesson),
+    )
+}
+
+/// The workbench on a shaped preset until the user quits; the knobs restored after.
+fn open(
+    preset: crate::preset::Preset,
+    keymap: KeyMap,
+    interval: std::time::Duration,
+    system: &SystemArgs,
+    keep: bool,
+    wakings: crate::trace::Wakings,
+    lesson: Option<crate::lesson::Lesson>,
+) -> Result<()> {
     let exe = std::env::current_exe().context("finding the schedlab binary")?;
-    let mut system = system_knobs(system, target.keep)?;
+    let mut system = system_knobs(system, keep)?;
     let record_dir = std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir());
     let tui_opts = crate::tui::TuiOptions {
         exe,
@@ -41,9 +89,11 @@ pub fn tui(
         }),
         record_dir,
         wakings,
+        lessons: crate::lesson::list().into_iter().flatten().collect(),
+        lesson,
     };
     system.allow_unthrottled_rt = false;
-    let restored = crate::tui::run(shaped.preset, system, tui_opts)?;
+    let restored = crate::tui::run(preset, system, tui_opts)?;
     let failed: Vec<&String> = restored
         .iter()
         .filter(|r| r.starts_with("could not"))

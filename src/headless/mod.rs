@@ -2,5 +2,6 @@
 //! `compare`.
 
 pub mod compare;
+pub mod lesson;
 pub mod run;
 pub mod sweep;

@@ -81,6 +81,16 @@ impl RunOptions {
 /// Run `preset` (task overrides already applied) and report what happened. System
 /// knobs go through `sys`, whose journal restores them when the caller is done.
 pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<RunReport> {
+    run_live(preset, opts, sys).map(|(report, _)| report)
+}
+
+/// [`run`], with the live model the report was built from (a lesson checks its steps
+/// on it).
+pub fn run_live(
+    preset: &Preset,
+    opts: &RunOptions,
+    sys: &mut SystemKnobs,
+) -> Result<(RunReport, Live)> {
     // The instrument must not be starved by what it measures (see Elevation::Fair).
     crate::knob::task::request_elevation(crate::knob::task::Elevation::Fair);
     crate::knob::task::elevate_if_requested(true);
@@ -137,7 +147,7 @@ pub fn run(preset: &Preset, opts: &RunOptions, sys: &mut SystemKnobs) -> Result<
             ));
         }
     }
-    Ok(report)
+    Ok((report, live))
 }
 
 /// Take in rounds and apply the `--at` changes until the run's time is up, its tasks are

@@ -26,6 +26,7 @@ pub mod setting;
 mod validate;
 
 pub use load::{list, list_in, load, load_in, user_dir, BUILTIN, DEFAULT_PRESET};
+pub(crate) use raw::locate;
 
 use setting::{NiceLadder, Setting};
 

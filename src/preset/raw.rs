@@ -83,7 +83,7 @@ struct RawVariant {
 }
 
 /// Where a toml error is, as `line L, column C`.
-fn locate(text: &str, err: &toml::de::Error) -> String {
+pub(crate) fn locate(text: &str, err: &toml::de::Error) -> String {
     match err.span() {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];

@@ -10,6 +10,7 @@ pub mod build;
 pub mod check;
 pub mod compare;
 pub mod csv;
+pub mod lesson;
 pub mod meta;
 pub mod perfetto;
 pub mod progress;

@@ -34,6 +34,10 @@ pub struct TuiOptions {
     pub record_dir: PathBuf,
     /// Which sched_waking events `t`'s trace asks the kernel for.
     pub wakings: crate::trace::Wakings,
+    /// What `L` offers.
+    pub lessons: Vec<crate::lesson::Lesson>,
+    /// The lesson to play from the start (`schedlab lesson NAME`).
+    pub lesson: Option<crate::lesson::Lesson>,
 }
 
 /// NO_COLOR (https://no-color.org): any non-empty value turns colours off.
@@ -93,6 +97,7 @@ pub fn run(preset: Preset, system: SystemKnobs, opts: TuiOptions) -> Result<Vec<
             .map(|p| (p.name, p.summary))
             .collect();
         app.update(Action::Presets(presets));
+        app.update(Action::Lessons(opts.lessons, opts.lesson));
         event_loop(
             app,
             Source::Live {

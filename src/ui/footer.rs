@@ -80,6 +80,15 @@ fn commands(app: &App) -> Vec<(&'static str, Command)> {
             ("tasks", Command::NextPanel),
             ("log", Command::Log),
         ],
+        (false, Panel::Tasks) if app.lesson.as_ref().is_some_and(|p| !p.waiting) => vec![
+            ("next step", Command::SeekForward),
+            ("back (undo)", Command::SeekBack),
+            ("pause lesson", Command::Pause),
+            ("leave lesson", Command::Lessons),
+            ("policy", Command::Policy),
+            ("set", Command::CommandLine),
+            ("note", Command::Note),
+        ],
         (false, Panel::Tasks) => vec![
             ("policy", Command::Policy),
             ("nice+", Command::NiceUp),
@@ -99,6 +108,7 @@ fn commands(app: &App) -> Vec<(&'static str, Command)> {
             ("pause", Command::Pause),
             ("presets", Command::Presets),
             ("attach", Command::Attach),
+            ("lessons", Command::Lessons),
         ],
     };
     out.extend([("quit", Command::Quit), ("help", Command::Help)]);
@@ -138,7 +148,7 @@ fn entries(app: &App) -> Vec<(String, String, Option<Command>)> {
             ("enter".into(), "apply".into(), None),
             ("esc".into(), "cancel".into(), None),
         ],
-        Mode::Choice { .. } | Mode::Presets { .. } => vec![
+        Mode::Choice { .. } | Mode::Presets { .. } | Mode::Lessons { .. } => vec![
             ("↑↓".into(), "choose".into(), None),
             ("enter".into(), "apply".into(), None),
             ("esc".into(), "cancel".into(), None),

@@ -1,6 +1,7 @@
 //! Drawing the workbench: one file per screen region, each `render(frame, area, &App)`.
 //! Nothing here reads /proc or changes state.
 
+pub mod caption;
 pub mod footer;
 pub mod graphs;
 pub mod header;
@@ -28,6 +29,8 @@ pub const MIN_SIZE: (u16, u16) = (80, 24);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regions {
     pub header: Rect,
+    /// The lesson's caption (zero rows without a lesson).
+    pub caption: Rect,
     pub tasks: Rect,
     /// The graphs, or what replaces them (the note after `n`; the knobs after `tab`
     /// where there is no side column).
@@ -77,10 +80,18 @@ pub fn main_view(app: &App, wide: bool) -> Main {
 /// in place of the graphs when asked (Tab, n).
 pub fn layout(area: Rect, app: &App) -> Regions {
     let rows = app.live.tasks.len() as u16;
-    let table_h = (rows + 2).clamp(4, (area.height / 3).max(6));
     let status_h = footer::status_height(app, area.width);
-    let [header, tasks, main, status, footer] = Layout::vertical([
+    let caption_h = caption::height(app, area.width);
+    // A lesson's caption comes out of the table's rows first (it scrolls), never the
+    // graphs' last eight.
+    let table_max = (area.height / 3)
+        .max(6)
+        .min(area.height.saturating_sub(1 + caption_h + status_h + 1 + 8))
+        .max(4);
+    let table_h = (rows + 2).clamp(4, table_max);
+    let [header, caption, tasks, main, status, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(caption_h),
         Constraint::Length(table_h),
         Constraint::Min(8),
         Constraint::Length(status_h),
@@ -112,6 +123,7 @@ pub fn layout(area: Rect, app: &App) -> Regions {
     };
     Regions {
         header,
+        caption,
         tasks,
         graphs,
         side,
@@ -218,6 +230,7 @@ pub fn render(frame: &mut Frame, app: &App) -> Geometry {
     }
     let r = layout(area, app);
     header::render(frame, r.header, app);
+    caption::render(frame, r.caption, app);
     tasks::render(frame, r.tasks, app);
     match main_view(app, r.side.is_some()) {
         Main::Graphs => graphs::render(frame, r.graphs, app),

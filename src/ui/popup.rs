@@ -48,6 +48,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         }
         Mode::Presets { selected } => render_presets(frame, area, app, *selected),
         Mode::Picker(p) => super::picker::render(frame, area, app, p),
+        Mode::Lessons { selected } => super::caption::render_list(frame, area, app, *selected),
     }
 }
 
@@ -62,6 +63,7 @@ pub fn area(area: Rect, app: &App) -> Option<Rect> {
         Mode::CpuPicker { .. } => centered(area, 60, 4),
         Mode::Presets { .. } => presets_box(area, app),
         Mode::Picker(_) => super::picker::picker_box(area),
+        Mode::Lessons { .. } => super::caption::list_box(area, app),
     })
 }
 

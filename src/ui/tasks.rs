@@ -142,6 +142,9 @@ pub fn tests_cell(app: &App, c: Column, i: usize) -> String {
 
 /// A column's heading, with the sort direction when the table is sorted by it.
 fn heading(app: &App, c: Column) -> String {
+    if super::caption::looked_column(app) == Some(c) {
+        return format!("▶{}", c.header());
+    }
     match app.ui.sort {
         Some(s) if s.column == c => {
             format!("{}{}", c.header(), if s.descending() { "▼" } else { "▲" })
@@ -245,8 +248,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             }
         })
         .collect();
-    let header = Row::new(fit.columns.iter().map(|(c, _)| align(*c, heading(app, *c))))
-        .style(theme::title(app));
+    let looked = super::caption::looked_column(app);
+    let header = Row::new(fit.columns.iter().map(|(c, _)| {
+        let cell = align(*c, heading(app, *c));
+        if looked == Some(*c) {
+            cell.style(theme::lesson(app))
+        } else {
+            cell
+        }
+    }))
+    .style(theme::title(app));
     let widths: Vec<Constraint> = fit
         .columns
         .iter()

@@ -93,3 +93,20 @@ pub fn dim(app: &App) -> Style {
 pub fn key(app: &App) -> Style {
     colored(app, Color::Cyan).add_modifier(Modifier::BOLD)
 }
+
+/// What a lesson points at, and its caption's frame: loud on a projector.
+pub fn lesson(app: &App) -> Style {
+    if app.no_color {
+        Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    } else {
+        Style::default()
+            .fg(Color::Black)
+            .bg(Color::Yellow)
+            .add_modifier(Modifier::BOLD)
+    }
+}
+
+/// The lesson's frame lines.
+pub fn lesson_frame(app: &App) -> Style {
+    colored(app, Color::Yellow).add_modifier(Modifier::BOLD)
+}

@@ -17,8 +17,10 @@ use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use super::caption::{frame_graph as framed, looks_at_graph};
 use super::theme;
 use crate::app::App;
+use crate::lesson::Graph;
 use chart::{legend_entries, marks_line, wrap_entries};
 use cpus::render_cpus;
 use headline::render_headline;
@@ -73,8 +75,17 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     if grid.height < SHORT_GRID {
         frame.render_widget(Paragraph::new(marks_line(app, 2, marks.width)), marks);
         let [left, right] = halves().areas(grid);
+        let left = framed(frame, left, app, Graph::CpuShare);
         render_cpu_share(frame, left, app, &ids);
-        if trace {
+        // A lesson's graph takes the right half whatever it is.
+        let right = framed(frame, right, app, Graph::Switches);
+        let right = framed(frame, right, app, Graph::CpuBusy);
+        let right = framed(frame, right, app, Graph::Headline);
+        if looks_at_graph(app, Graph::Switches) {
+            render_switches(frame, right, app, &ids);
+        } else if looks_at_graph(app, Graph::CpuBusy) {
+            render_cpus(frame, right, app);
+        } else if trace {
             render_wakeup(frame, right, app);
         } else {
             render_headline(frame, right, app, &ids);
@@ -93,9 +104,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(grid);
     let [tl, tr] = halves().areas(top);
     let [bl, br] = halves().areas(bottom);
+    let [tl, tr, bl] = [
+        (tl, Graph::CpuShare),
+        (tr, Graph::Switches),
+        (bl, Graph::Headline),
+    ]
+    .map(|(area, g)| framed(frame, area, app, g));
     render_cpu_share(frame, tl, app, &ids);
     render_switches(frame, tr, app, &ids);
     render_headline(frame, bl, app, &ids);
+    let br = framed(frame, br, app, Graph::CpuBusy);
     match trace_row {
         Some(row) => {
             render_cpus(frame, br, app);

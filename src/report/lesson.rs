@@ -1,0 +1,223 @@
+//! What `schedlab lesson NAME --headless` reports: per step its window, its knob changes
+//! with the kernel's answers, and its check (pass, fail, or why it does not apply here).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{EventReport, RunReport};
+use crate::lab::live::Live;
+use crate::lesson::check::{evaluate, known_reasons, show, Outcome, Verdict, Window};
+use crate::lesson::{Bound, Check, Lesson};
+
+/// How a step ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepResult {
+    Pass,
+    Fail,
+    /// The check did not pass, and schedlab knows why (a refused change, foreign load,
+    /// too few CPUs): not this lesson's fault, and not a failure.
+    NotApplicable,
+    /// Too few samples to judge (a step too short for its settle time).
+    NoData,
+    /// The step has no check.
+    NoCheck,
+}
+
+/// A step's check in the document.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CheckReport {
+    pub metric: String,
+    pub task: Option<String>,
+    pub says: String,
+    /// The metric over this step's settled window, in `unit`.
+    pub value: Option<f64>,
+    /// The same over the step it compares with.
+    pub reference: Option<f64>,
+    pub ratio: Option<f64>,
+    pub unit: String,
+    pub settle_s: f64,
+    pub text: String,
+}
+
+/// One step of the lesson as it ran.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StepReport {
+    pub step: usize,
+    pub caption: String,
+    pub look: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// The step's knob changes, with the kernel's answers.
+    pub changes: Vec<EventReport>,
+    pub result: StepResult,
+    pub check: Option<CheckReport>,
+    /// Why the effect may not show here: what schedlab saw, then the lesson's reasons.
+    pub reasons: Vec<String>,
+}
+
+/// The whole lesson.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LessonReport {
+    pub lesson: String,
+    pub title: String,
+    pub preset: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub steps: Vec<StepReport>,
+    pub passed: usize,
+    pub failed: usize,
+    pub not_applicable: usize,
+    pub warnings: Vec<String>,
+    pub interrupted: bool,
+}
+
+impl LessonReport {
+    /// Every check passed or does not apply here.
+    pub fn ok(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// The report of `lesson` played over the run `run` (with its live model): `windows`
+/// are the steps' times, `changes` each step's knob events.
+pub fn lesson_report(
+    lesson: &Lesson,
+    run: &RunReport,
+    live: &Live,
+    windows: &[Window],
+    checks: &[Option<Check>],
+    changes: Vec<Vec<EventReport>>,
+) -> LessonReport {
+    let mut steps = Vec::new();
+    for (i, ((step, w), changes)) in lesson.steps.iter().zip(windows).zip(changes).enumerate() {
+        let refused: Vec<String> = changes
+            .iter()
+            .filter(|e| !e.ok)
+            .map(|e| format!("{}: {}", e.setting, e.result))
+            .collect();
+        let check = checks.get(i).cloned().flatten();
+        let outcome = check.as_ref().map(|c| {
+            let earlier = match c.bound {
+                Bound::Ratio { step, .. } => windows.get(step).copied(),
+                Bound::Absolute { .. } => None,
+            };
+            evaluate(live, lesson.headline, c, *w, earlier)
+        });
+        let mut known = known_reasons(live, *w, &refused, run.cpus);
+        known.extend(
+            run.refused
+                .iter()
+                .map(|r| format!("the experiment runs without a setting it needs: {r}")),
+        );
+        // What passes without the step's change (or the experiment's settings) is not
+        // the effect the step teaches.
+        let unmade = !refused.is_empty() || !run.refused.is_empty();
+        let result = match outcome.as_ref().map(|o| o.verdict) {
+            None => StepResult::NoCheck,
+            Some(Verdict::Pass) if unmade => StepResult::NotApplicable,
+            Some(Verdict::Pass) => StepResult::Pass,
+            Some(_) if !known.is_empty() => StepResult::NotApplicable,
+            Some(Verdict::NoData) => StepResult::NoData,
+            Some(Verdict::Fail) => StepResult::Fail,
+        };
+        let reasons = match result {
+            StepResult::Pass | StepResult::NoCheck => Vec::new(),
+            _ => known
+                .into_iter()
+                .chain(step.if_not.iter().cloned())
+                .collect(),
+        };
+        steps.push(StepReport {
+            step: i + 1,
+            caption: step.caption.clone(),
+            look: step.look.name(),
+            start_s: w.from_s,
+            end_s: w.to_s,
+            changes,
+            result,
+            check: check.zip(outcome).map(|(c, o)| check_report(lesson, &c, o)),
+            reasons,
+        });
+    }
+    let count = |r: StepResult| steps.iter().filter(|s| s.result == r).count();
+    LessonReport {
+        lesson: lesson.name.clone(),
+        title: lesson.title.clone(),
+        preset: lesson.preset.clone(),
+        kernel: run.kernel.clone(),
+        cpus: run.cpus,
+        passed: count(StepResult::Pass),
+        failed: count(StepResult::Fail) + count(StepResult::NoData),
+        not_applicable: count(StepResult::NotApplicable),
+        steps,
+        warnings: run.warnings.clone(),
+        interrupted: run.interrupted,
+    }
+}
+
+fn check_report(lesson: &Lesson, c: &Check, o: Outcome) -> CheckReport {
+    let unit = show(c.metric, lesson.headline, 0.0)
+        .trim_start_matches(|ch: char| ch.is_ascii_digit() || ch == '.' || ch == ' ')
+        .replace("p50 ", "")
+        .to_string();
+    let unit = match unit.as_str() {
+        "%" => "share".to_string(),
+        "us" => "ns".to_string(),
+        u => u.to_string(),
+    };
+    CheckReport {
+        metric: c.metric.name().to_string(),
+        task: c.task.clone(),
+        says: c.says.clone(),
+        value: o.value,
+        reference: o.reference,
+        ratio: o.ratio,
+        unit,
+        settle_s: c.settle.as_secs_f64(),
+        text: o.text,
+    }
+}
+
+/// The table: a line per step, the reasons under a step that did not pass.
+pub fn render_lesson(r: &LessonReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "lesson {} on {} ({}, {} CPUs): {}",
+        r.lesson, r.preset, r.kernel, r.cpus, r.title
+    );
+    let _ = writeln!(out, "STEP  TIME          RESULT          CHECK");
+    for s in &r.steps {
+        let result = match s.result {
+            StepResult::Pass => "pass",
+            StepResult::Fail => "FAIL",
+            StepResult::NotApplicable => "not applicable",
+            StepResult::NoData => "NO DATA",
+            StepResult::NoCheck => "-",
+        };
+        let check = s
+            .check
+            .as_ref()
+            .map_or_else(|| "(no check)".to_string(), |c| c.text.clone());
+        let time = format!("{:.0}-{:.0} s", s.start_s, s.end_s);
+        let _ = writeln!(out, "{:<5} {time:<13} {result:<15} {check}", s.step);
+        for e in s.changes.iter().filter(|e| !e.ok) {
+            let _ = writeln!(out, "      refused: {}: {}", e.setting, e.result);
+        }
+        for reason in &s.reasons {
+            let _ = writeln!(out, "      may differ here: {reason}");
+        }
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let checks = r.passed + r.failed + r.not_applicable;
+    let _ = writeln!(
+        out,
+        "=> {} of {checks} checks passed, {} not applicable here, {} failed",
+        r.passed, r.not_applicable, r.failed
+    );
+    out
+}

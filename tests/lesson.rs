@@ -1,0 +1,310 @@
+//! Lessons end to end: every built-in played through in the workbench (tmux, stepped with
+//! the right arrow), and headless with its JSON document checked against the schema.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use common::PATIENCE;
+
+/// The RT budget and the cgroup directories schedlab may change: the same after a test.
+/// (Another schedlab on this shared machine may hold a directory for a while: wait for
+/// what was not there before to go, within PATIENCE.)
+fn assert_as_found(before: &(String, Vec<String>), what: &str) {
+    let found = common::wait_until(PATIENCE, || {
+        let now = machine();
+        now.0 == before.0 && now.1.iter().all(|d| before.1.contains(d))
+    });
+    assert!(
+        found,
+        "{what}: the machine as found: {before:?} then {:?}",
+        machine()
+    );
+}
+
+fn machine() -> (String, Vec<String>) {
+    let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
+    let mut dirs = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/cpu",
+        "/sys/fs/cgroup/cpu,cpuacct",
+        "/sys/fs/cgroup",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(root) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().to_string())
+                    .filter(|n| n.starts_with("schedlab-")),
+            );
+        }
+    }
+    (rt.trim().to_string(), dirs)
+}
+
+/// A tmux server with schedlab in its one pane; killed (and its processes waited for)
+/// on drop.
+struct Pane {
+    socket: String,
+    journal: std::path::PathBuf,
+}
+
+impl Pane {
+    fn start(args: &str, journal: &std::path::Path) -> Option<Pane> {
+        if !common::require("tmux", Command::new("tmux").arg("-V").output().is_ok()) {
+            return None;
+        }
+        let socket = format!("schedlab-lesson-test-{}", std::process::id());
+        let cmd = format!(
+            "SCHEDLAB_JOURNAL={} {} {args}; echo SCHEDLAB-EXITED-$?; sleep 30",
+            journal.display(),
+            common::exe().display(),
+        );
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                &cmd,
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tmux new-session");
+        Some(Pane {
+            socket,
+            journal: journal.to_path_buf(),
+        })
+    }
+
+    fn key(&self, key: &str) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "0", key])
+            .status();
+    }
+
+    fn screen(&self) -> String {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+    }
+
+    /// The screen once `f` holds for it (a failed wait shows the screen).
+    fn wait(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            let s = self.screen();
+            if f(&s) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        panic!("never saw {what}:\n{}", self.screen());
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "display",
+                "-p",
+                "-t",
+                "0",
+                "#{pane_pid}",
+            ])
+            .output();
+        let Some(shell) = out.ok().and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<i32>()
+                .ok()
+        }) else {
+            return Vec::new();
+        };
+        let mut all = vec![shell];
+        let mut i = 0;
+        while i < all.len() {
+            all.extend(common::children(all[i]));
+            i += 1;
+        }
+        all
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let pids = self.pids();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+        if !common::wait_until(Duration::from_secs(20), || {
+            pids.iter().all(|&p| !common::alive(p))
+        }) {
+            for &p in &pids {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            common::restore_journal(Some(&self.journal));
+        }
+    }
+}
+
+/// The step the caption's title shows (`step 2/4`), or None at the end.
+fn shown_step(screen: &str) -> Option<usize> {
+    let rest = &screen[screen.find(" step ")? + 6..];
+    rest[..rest.find('/')?].parse().ok()
+}
+
+/// The caption's first words, as the panel's first line shows them.
+fn opening(caption: &str) -> String {
+    caption
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn every_built_in_lesson_plays_through_in_the_workbench() {
+    let _guard = common::serial();
+    let before = machine();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, _) in schedlab::lesson::BUILTIN {
+        let lesson = schedlab::lesson::load_in(name, None).expect("built-in");
+        let n = lesson.steps.len();
+        let Some(pane) = Pane::start(&format!("lesson {name}"), &dir.path().join("j")) else {
+            return;
+        };
+        pane.wait("the first step", |s| s.contains(&format!("step 1/{n}")));
+        // Timed steps may move on by themselves: follow whichever step is shown.
+        let mut seen = vec![false; n];
+        loop {
+            let screen = pane.wait("a step or the end", |s| {
+                s.contains("End of the lesson") || shown_step(s).is_some()
+            });
+            if screen.contains("End of the lesson") {
+                break;
+            }
+            let k = shown_step(&screen).expect("a step");
+            let caption = &lesson.steps[k - 1].caption;
+            let screen = pane.wait(caption, |s| {
+                shown_step(s) != Some(k) || s.contains(&opening(caption))
+            });
+            if shown_step(&screen) == Some(k) {
+                seen[k - 1] = true;
+                pane.key("Right");
+                pane.wait("the next step", |s| shown_step(s) != Some(k));
+            }
+        }
+        assert!(seen.iter().filter(|s| **s).count() >= 1, "{name}: {seen:?}");
+        assert!(
+            seen.iter()
+                .enumerate()
+                .all(|(i, s)| *s || !matches!(lesson.steps[i].pace, schedlab::lesson::Pace::Key)),
+            "{name}: every key-paced step was shown: {seen:?}"
+        );
+        pane.key("q");
+        pane.wait("schedlab exited", |s| s.contains("SCHEDLAB-EXITED-0"));
+        drop(pane);
+        assert_as_found(&before, name);
+    }
+}
+
+#[test]
+fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
+    let _guard = common::serial();
+    let before = machine();
+    for name in ["rt-throttle", "cgroup-fairness", "pipe-wakeup"] {
+        let started = SystemTime::now();
+        let out = Command::new(common::exe())
+            .args([
+                "lesson",
+                name,
+                "--headless",
+                "--json",
+                "-",
+                "--step-time",
+                "1s",
+            ])
+            .output()
+            .expect("run");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        common::documents::assert_header(&doc, "lesson", started);
+        let errors = common::documents::schema_errors("lesson", &doc);
+        assert!(errors.is_empty(), "{name}: {errors:?}");
+        let lesson = schedlab::lesson::load_in(name, None).expect("built-in");
+        let steps = doc["steps"].as_array().expect("steps");
+        assert_eq!(steps.len(), lesson.steps.len(), "{name}: a result per step");
+        for (s, want) in steps.iter().zip(&lesson.steps) {
+            let result = s["result"].as_str().expect("result");
+            if want.check.is_none() {
+                assert_eq!(result, "no-check");
+                continue;
+            }
+            assert!(s["check"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+            if result != "pass" {
+                assert!(
+                    !s["reasons"].as_array().expect("reasons").is_empty(),
+                    "{name} step {}: {result} without a reason: {s}",
+                    s["step"]
+                );
+            }
+            // Every change of the step is answered.
+            assert_eq!(s["changes"].as_array().map(Vec::len), Some(want.set.len()));
+        }
+        // Exit code 1 exactly when a check failed.
+        let failed = doc["failed"].as_u64().expect("failed");
+        assert_eq!(
+            out.status.code(),
+            Some(if failed > 0 { 1 } else { 0 }),
+            "{name}"
+        );
+        assert_as_found(&before, name);
+    }
+}
+
+#[test]
+fn lesson_input_errors_are_one_line_with_exit_code_2() {
+    for (args, says) in [
+        (
+            vec!["lesson", "no-such"],
+            "unknown lesson \"no-such\": available are",
+        ),
+        (
+            vec!["lesson", "rt-throttle", "--headless", "--pace", "99"],
+            "--pace 99: allowed 0.05..10",
+        ),
+        (
+            vec!["lesson", "rt-throttle", "--headless", "--step-time", "10ms"],
+            "too short",
+        ),
+        (
+            vec!["lesson", "rt-throttle", "--json", "-"],
+            "go with --headless",
+        ),
+    ] {
+        let out = common::schedlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    let out = common::schedlab(&["lesson"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for (name, _) in schedlab::lesson::BUILTIN {
+        assert!(listed.contains(name), "{listed}");
+    }
+}
