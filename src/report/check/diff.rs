@@ -116,9 +116,10 @@ impl Found {
     /// Why it was not measured, if it was not.
     fn skipped(&self) -> Option<String> {
         (self.details["skipped"] == true).then(|| {
-            self.details["reason"]
-                .as_str()
-                .unwrap_or("not measured")
+            let why = self.details["reason"].as_str().unwrap_or("no reason given");
+            // The verdict already says "not measured".
+            why.strip_prefix("not measured: ")
+                .unwrap_or(why)
                 .to_string()
         })
     }
