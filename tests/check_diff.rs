@@ -83,6 +83,10 @@ fn line_of<'a>(stdout: &'a str, title: &str) -> &'a str {
 
 #[test]
 fn the_reference_against_itself_has_no_regression() {
+    // The shipped reference is a check document like any other.
+    let errors = common::documents::schema_errors("check", &reference());
+    assert!(errors.is_empty(), "the reference: {}", errors.join("\n"));
+    assert!(common::documents::unitless_numbers(&reference()).is_empty());
     let started = std::time::SystemTime::now();
     let out = diff_with(&reference(), &["--json", "-"]);
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
