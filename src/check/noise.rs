@@ -63,17 +63,21 @@ fn writer_rates(r: &RunReport) -> Vec<f64> {
 /// BATCH / OTHER writer bytes/s of each sample interval, the n-th of one run against
 /// the n-th of the other.
 pub(super) fn batch_ratio(other: &RunReport, batch: &RunReport) -> Noise {
-    let ratios = writer_rates(batch)
-        .iter()
-        .zip(writer_rates(other))
-        .filter(|(_, o)| *o > 0.0)
-        .map(|(b, o)| b / o)
-        .collect();
+    let ratios = paired_ratios(&writer_rates(batch), &writer_rates(other));
     Noise::repeats(
         "x",
         "BATCH / OTHER writer bytes/s of each sample interval, paired in order",
         ratios,
     )
+}
+
+/// `b[i] / o[i]` for every pair whose `o[i]` is above 0.
+fn paired_ratios(b: &[f64], o: &[f64]) -> Vec<f64> {
+    b.iter()
+        .zip(o)
+        .filter(|(_, o)| **o > 0.0)
+        .map(|(b, o)| b / o)
+        .collect()
 }
 
 /// The fairness error (%) of each sample interval after the warm-up: each covers a
@@ -83,28 +87,40 @@ pub(super) fn fairness(r: &RunReport) -> Noise {
         let name = r.series.tasks.get(task)?;
         r.tasks.iter().find(|t| &t.name == name)?.ideal_share
     };
-    let mut errors = Vec::new();
-    let mut i = 0;
-    let points = &r.series.points;
-    while i < points.len() {
-        let t = points[i].t_s;
-        let (mut measured, mut ideal) = (Vec::new(), Vec::new());
-        while i < points.len() && points[i].t_s == t {
-            if let Some(share) = ideal_of(points[i].task) {
-                measured.push(points[i].cpu_share);
-                ideal.push(share);
-            }
-            i += 1;
-        }
-        if t >= r.summary_from_s && !measured.is_empty() {
-            errors.push(fairness_error(&measured, &ideal) * 100.0);
-        }
-    }
+    let points: Vec<(f64, f64, Option<f64>)> = r
+        .series
+        .points
+        .iter()
+        .filter(|p| p.t_s >= r.summary_from_s)
+        .map(|p| (p.t_s, p.cpu_share, ideal_of(p.task)))
+        .collect();
     Noise::repeats(
         "%",
         "fairness error of each sample interval (a shorter window than the run's)",
-        errors,
+        interval_errors(&points),
     )
+}
+
+/// The fairness error (%) of each run of points with the same time: (t_s, CPU share,
+/// ideal share; None for a task outside the ladder).
+fn interval_errors(points: &[(f64, f64, Option<f64>)]) -> Vec<f64> {
+    let mut errors = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        let t = points[i].0;
+        let (mut measured, mut ideal) = (Vec::new(), Vec::new());
+        while i < points.len() && points[i].0 == t {
+            if let (share, Some(want)) = (points[i].1, points[i].2) {
+                measured.push(share);
+                ideal.push(want);
+            }
+            i += 1;
+        }
+        if !measured.is_empty() {
+            errors.push(fairness_error(&measured, &ideal) * 100.0);
+        }
+    }
+    errors
 }
 
 /// The tick rate assumed when the kernel's config is unreadable: the coarsest common
@@ -167,6 +183,31 @@ mod tests {
         assert_eq!(n.repeats.len(), 2);
         assert!((n.repeats[0] - 10.0).abs() < 1e-9, "{:?}", n.repeats);
         assert!(n.repeats[1].abs() < 1e-9);
+    }
+
+    #[test]
+    fn batch_ratios_pair_intervals_in_order_and_skip_empty_ones() {
+        assert_eq!(
+            paired_ratios(&[2.0, 4.0, 6.0, 8.0], &[1.0, 2.0, 0.0]),
+            vec![2.0, 2.0]
+        );
+    }
+
+    #[test]
+    fn fairness_error_per_interval() {
+        // 0.2 s: the ideal split; 0.4 s: 0.8/0.2 where 0.5/0.5 was due, so 0.3 of the
+        // CPU time (half of |0.3| + |-0.3|) went to the wrong task: 30 %. The
+        // unladdered task (no ideal share) does not count.
+        let points = [
+            (0.2, 0.5, Some(0.5)),
+            (0.2, 0.5, Some(0.5)),
+            (0.2, 0.9, None),
+            (0.4, 0.8, Some(0.5)),
+            (0.4, 0.2, Some(0.5)),
+        ];
+        let e = interval_errors(&points);
+        assert_eq!(e.len(), 2);
+        assert!(e[0].abs() < 1e-9 && (e[1] - 30.0).abs() < 1e-9, "{e:?}");
     }
 
     #[test]
