@@ -250,10 +250,13 @@ fn compare(id: &str, b: Option<&Found>, c: Option<&Found>) -> Compared {
     if b.unit != c.unit {
         return not_compared(out, format!("units differ ({} vs {})", b.unit, c.unit));
     }
-    let (Some(worse), Some(noise)) = (out.worse, b.noise.as_ref()) else {
+    let Some(worse) = out.worse else {
+        return not_compared(out, "the finding does not say which way is worse".into());
+    };
+    let Some(noise) = b.noise.as_ref() else {
         return not_compared(
             out,
-            "the baseline does not record which way is worse or its noise (written by an older schedlab)".into(),
+            "the baseline records no noise for it (written by an older schedlab)".into(),
         );
     };
     let current_repeats = c.noise.as_ref().map_or(&[][..], |n| &n.repeats[..]);
@@ -466,14 +469,22 @@ mod tests {
         skipped["details"] = json!({"skipped": true, "reason": "needs root"});
         let mut old = finding("o", 3.0, &[]);
         old.as_object_mut().map(|m| m.remove("noise"));
+        let mut undirected = finding("u", 3.0, &[2.0, 4.0]);
+        undirected["worse"] = Value::Null;
         let base = doc(
-            vec![finding("a", 9.0, &[8.0, 10.0]), skipped, old.clone()],
+            vec![
+                finding("a", 9.0, &[8.0, 10.0]),
+                skipped,
+                old.clone(),
+                undirected.clone(),
+            ],
             "6.18",
         );
         let cur = doc(
             vec![
                 finding("s", 5.0, &[4.0, 6.0]),
                 old,
+                undirected,
                 finding("new", 1.0, &[1.0, 1.1]),
             ],
             "6.19",
@@ -488,7 +499,12 @@ mod tests {
         assert_eq!(reason("new"), "only in the current report");
         assert!(reason("s").contains("needs root"), "{}", reason("s"));
         assert!(reason("o").contains("older schedlab"), "{}", reason("o"));
-        assert_eq!(r.not_compared, 4);
+        assert!(
+            reason("u").contains("which way is worse"),
+            "{}",
+            reason("u")
+        );
+        assert_eq!(r.not_compared, 5);
         assert_eq!(r.machine_differences.len(), 1);
         assert_eq!(r.machine_differences[0].fact, "kernel");
     }
