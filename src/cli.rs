@@ -145,6 +145,34 @@ pub struct CheckArgs {
     /// Write PNG plots into DIR: wakeup latency histograms, switch cost, per-CPU speed.
     #[arg(long, value_name = "DIR")]
     pub plot_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<CheckCmd>,
+}
+
+/// `schedlab check SUBCOMMAND`.
+#[derive(Debug, Subcommand, Clone)]
+pub enum CheckCmd {
+    /// Compare a check report with a baseline's (a known-good machine's): both values,
+    /// the ratio and a verdict by the baseline's own spread per finding. Exit code 1
+    /// when a finding regressed, 0 when none did, 2 for a file that is not a check report.
+    Diff(CheckDiffArgs),
+}
+
+/// `schedlab check diff`.
+#[derive(Debug, Args, Clone)]
+pub struct CheckDiffArgs {
+    /// A `schedlab check --json FILE` report of the known-good machine.
+    #[arg(value_name = "BASELINE.json")]
+    pub baseline: PathBuf,
+    /// The report to judge (default: run the check now).
+    #[arg(value_name = "CURRENT.json")]
+    pub current: Option<PathBuf>,
+    /// When the check runs now: the short suite.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write the diff as JSON to FILE, or to stdout with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
 }
 
 /// What the experiment is instead of a preset: processes already running, or a command.

@@ -687,6 +687,7 @@ fn quick_check_reports_every_finding_within_its_budget() {
     assert_eq!(report["interrupted"], false);
     assert_every_finding(&report);
     assert_physics(&report, &before, &after);
+    common::assert_diff_against_itself(&out, &IDS[..5]);
 
     // Progress is a bar on a terminal only: piped stderr gets no progress lines.
     assert!(!err.contains("check: ["), "{err}");

@@ -4,12 +4,13 @@ use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
 use super::measure::{self, LoadWindow, StatSnapshot};
+use super::noise;
 use super::verdict;
 use super::watch::Watched;
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::lab::pingpong::Measured;
-use crate::report::check::{CheckData, Finding, Verdict, OTHER_LOAD_NOTE};
+use crate::report::check::{CheckData, Finding, Noise, Verdict, Worse, OTHER_LOAD_NOTE};
 use crate::report::{ns, si, RunReport, TaskReport};
 use crate::trace::TraceFinal;
 
@@ -85,7 +86,8 @@ pub(super) fn latency_finding(
         "policy_at_end": l.ended_as.map(|p| p.name()),
     });
     data.latency.push((label.to_string(), l.hist.clone()));
-    f.judged(verdict::verdict_wakeup(p.p99, p.max, vm))
+    f.spread(Worse::Higher, Some(noise::latency(l)))
+        .judged(verdict::verdict_wakeup(p.p99, p.max, vm))
 }
 
 pub(super) fn switch_finding(
@@ -109,7 +111,8 @@ pub(super) fn switch_finding(
         "chunk_max_us": range.map(|r| r.1),
         "ratio_to_same_cpu": ratio,
     });
-    f.judged(judged)
+    f.spread(Worse::Higher, Some(noise::switch(p)))
+        .judged(judged)
 }
 
 /// The traced ping-pong: the woken side's wakeup latency, judged; both sides' counts in
@@ -146,7 +149,8 @@ pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) 
             ),
         );
     }
-    f.judged(verdict::verdict_traced_wakeup(w.p50_us, w.p99_us, vm))
+    f.spread(Worse::Higher, Some(noise::traced(fin, pong.tid)))
+        .judged(verdict::verdict_traced_wakeup(w.p50_us, w.p99_us, vm))
 }
 
 /// pipe-wakeup's runs.
@@ -184,6 +188,15 @@ impl PipeWakeup {
             other / div
         );
         f.details = self.details(other, best);
+        let best_run = self.batch.iter().max_by(|a, b| {
+            a.metrics
+                .throughput_per_s
+                .total_cmp(&b.metrics.throughput_per_s)
+        });
+        f = f.spread(
+            Worse::Lower,
+            best_run.map(|b| noise::batch_ratio(&self.other, b)),
+        );
         if other <= 0.0 {
             return f.skipped(
                 Verdict::Problem,
@@ -276,7 +289,8 @@ pub(super) fn fairness_finding(mut f: Finding, r: &RunReport) -> Finding {
         "duration_s": r.duration_s,
         "warnings": r.warnings,
     });
-    f.judged(verdict::verdict_fairness(error, split_error))
+    f.spread(Worse::Higher, Some(noise::fairness(r)))
+        .judged(verdict::verdict_fairness(error, split_error))
 }
 
 /// The fair share RT throttling and the fair server promise, with how it was found.
@@ -338,6 +352,8 @@ pub(super) fn fifo_share_finding(
         );
     };
     let measured = fair.cpu_share;
+    let period_us = details["sched_rt_period_us"].as_f64().unwrap_or(0.0);
+    f = f.spread(Worse::Lower, Some(noise::fifo_share(period_us)));
     f.value = measured * 100.0;
     f.shown = format!("{} (promised {})", pct(measured), pct(expected));
     details["measured_share"] = json!(measured);
@@ -432,10 +448,17 @@ pub(super) fn speed_finding(
         })
         .collect();
     f.details = json!({ "per_cpu": per_cpu, "spread_fraction": spread });
-    f.judged(verdict::verdict_cpu_speed(&values))
+    f.spread(Worse::Higher, Some(noise::speed(spin)))
+        .judged(verdict::verdict_cpu_speed(&values))
 }
 
-pub(super) fn steal_finding(mut f: Finding, a: &StatSnapshot, b: &StatSnapshot) -> Finding {
+/// Steal over the whole check; `steps`: the steal % of each step, its repeats.
+pub(super) fn steal_finding(
+    mut f: Finding,
+    a: &StatSnapshot,
+    b: &StatSnapshot,
+    steps: Vec<f64>,
+) -> Finding {
     let (total, per_cpu) = measure::steal_shares(a, b);
     let worst = per_cpu
         .iter()
@@ -457,7 +480,9 @@ pub(super) fn steal_finding(mut f: Finding, a: &StatSnapshot, b: &StatSnapshot) 
         "per_cpu": per_cpu.iter().map(|(c, s)| json!({ "cpu": c, "steal_share": s })).collect::<Vec<_>>(),
         "worst_cpu": worst.0,
     });
-    f.judged(verdict::verdict_steal(total, worst.1))
+    let steps = Noise::repeats("%", "steal % during each step of the check", steps);
+    f.spread(Worse::Higher, Some(steps))
+        .judged(verdict::verdict_steal(total, worst.1))
 }
 
 pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
@@ -498,11 +523,12 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         "writable_knobs": knobs.iter().filter(|k| k.writable).map(|k| k.name.clone()).collect::<Vec<_>>(),
         "debugfs_mounted": sys.probe.debugfs_mounted,
     });
-    f.judged(verdict::verdict_knobs(
-        sys.probe.root,
-        rt_why.as_deref(),
-        debugfs_why.as_deref(),
-    ))
+    f.spread(Worse::Lower, Some(noise::knobs()))
+        .judged(verdict::verdict_knobs(
+            sys.probe.root,
+            rt_why.as_deref(),
+            debugfs_why.as_deref(),
+        ))
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ const GRACE: Duration = Duration::from_secs(2);
 pub struct Latency {
     /// wakeup - deadline, ns.
     pub hist: Histogram,
+    /// The p99 of each tenth of the wakeups, in order (ns): the run's own spread.
+    pub chunk_p99_ns: Vec<u64>,
     /// Deadlines skipped because the wakeup came after the next one (cyclictest skips too).
     pub overruns: u64,
     /// The thread's timer slack while SCHED_OTHER (RT threads get none from the kernel).
@@ -148,6 +150,7 @@ pub fn timer_latency(
             let (values, overruns) = wakeups(duration, &stop)?;
             drop(guard);
             Ok(Latency {
+                chunk_p99_ns: chunk_p99(&values, LATENCY_CHUNKS),
                 hist: Histogram::from_values(values),
                 overruns,
                 timer_slack_ns,
@@ -156,6 +159,28 @@ pub fn timer_latency(
         })
         .context("starting the latency thread")?;
     join(handle, "latency")
+}
+
+/// How many parts the wakeups are split into for their spread.
+const LATENCY_CHUNKS: usize = 10;
+
+/// The p99 (nearest rank) of each of `chunks` consecutive, equal parts of `values`;
+/// none when a part would hold fewer than 10 values (its p99 would be its maximum).
+fn chunk_p99(values: &[u64], chunks: usize) -> Vec<u64> {
+    let size = values.len() / chunks.max(1);
+    if size < 10 {
+        return Vec::new();
+    }
+    values
+        .chunks_exact(size)
+        .map(|c| {
+            let mut sorted = c.to_vec();
+            sorted.sort_unstable();
+            // Nearest rank: the smallest value with at least 99 % of the part at or below.
+            let rank = (sorted.len() * 99).div_ceil(100).max(1);
+            sorted[rank - 1]
+        })
+        .collect()
 }
 
 pub(super) fn pin(cpu: usize) -> Result<()> {
@@ -383,6 +408,16 @@ mod tests {
             assert!((other_load_cpus(&a, &b, 0.5, 1.0) - 1.0).abs() < 1e-9);
             assert_eq!(other_load_cpus(&a, &b, 5.0, 1.0), 0.0);
         }
+    }
+
+    #[test]
+    fn chunk_p99_is_the_nearest_rank_of_each_part() {
+        // Two parts of 100: 1..=100 and 101..=200; the 99th smallest of each.
+        let values: Vec<u64> = (1..=200).collect();
+        assert_eq!(chunk_p99(&values, 2), vec![99, 199]);
+        // A leftover shorter than a part is left out, and tiny parts give nothing.
+        assert_eq!(chunk_p99(&values[..205.min(values.len())], 2).len(), 2);
+        assert!(chunk_p99(&values[..50], 10).is_empty());
     }
 
     #[test]

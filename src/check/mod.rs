@@ -5,6 +5,7 @@
 
 mod findings;
 mod measure;
+mod noise;
 mod plots;
 mod progress;
 mod traced;
@@ -150,6 +151,8 @@ struct Checker<'a> {
     progress: Progress,
     data: CheckData,
     findings: Vec<Finding>,
+    /// Steal % during each measured step: the steal finding's repeats.
+    step_steal: Vec<f64>,
 }
 
 impl<'a> Checker<'a> {
@@ -164,6 +167,7 @@ impl<'a> Checker<'a> {
             progress: Progress::new(opts.progress, STEPS),
             data: CheckData::default(),
             findings: Vec::new(),
+            step_steal: Vec::new(),
         }
     }
 
@@ -180,6 +184,9 @@ impl<'a> Checker<'a> {
         } else {
             findings::with_load(measure(self, f), &w)
         };
+        if let (Some(a), Some(b)) = (w.stat(), measure::read_proc_stat()) {
+            self.step_steal.push(steal_shares(a, &b).0 * 100.0);
+        }
         self.findings.push(f);
     }
 
@@ -486,7 +493,9 @@ impl<'a> Checker<'a> {
         );
         self.findings
             .push(match (whole.stat(), measure::read_proc_stat()) {
-                (Some(a), Some(b)) => findings::steal_finding(f, a, &b),
+                (Some(a), Some(b)) => {
+                    findings::steal_finding(f, a, &b, std::mem::take(&mut self.step_steal))
+                }
                 _ => f.skipped(
                     Verdict::Notable,
                     "not measured: /proc/stat is unreadable".to_string(),

@@ -1,6 +1,7 @@
 //! What every JSON document says about itself and the machine: versions, time, host, argv.
 
 use std::io::Read as _;
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
@@ -46,6 +47,18 @@ pub struct Machine {
     pub preemption: Option<String>,
     /// `uname -v`, which the preemption model is read from when debugfs is not.
     pub kernel_version: String,
+    /// /proc/cpuinfo's first `model name`.
+    pub cpu_model: Option<String>,
+    /// Whether /proc/cpuinfo's flags include `hypervisor`.
+    pub hypervisor_flag: bool,
+    /// /sys/class/dmi/id/sys_vendor and product_name (None where the machine has no DMI).
+    pub sys_vendor: Option<String>,
+    pub product_name: Option<String>,
+    /// The model in use: debugfs's choice, the only one the build has, or
+    /// "unknown (debugfs locked)" / "unknown (debugfs not mounted)".
+    pub preempt_model: String,
+    /// What the build allows, from CONFIG_PREEMPT*: "dynamic (default none)", "full", ...
+    pub preempt_config: Option<String>,
 }
 
 impl Meta {
@@ -57,6 +70,9 @@ impl Meta {
                 .unwrap_or_default()
         };
         let version = field(|u| u.version());
+        let config = kernel_config();
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let preempt_config = config.as_deref().and_then(preempt_config);
         Meta {
             schema_version: SCHEMA_VERSION,
             schedlab_version: env!("SCHEDLAB_VERSION").to_string(),
@@ -68,16 +84,19 @@ impl Meta {
             machine: Machine {
                 cpus: crate::system::online_cpus().count(),
                 virtualization: virtualization(),
-                tick_hz: kernel_config()
-                    .as_deref()
-                    .and_then(|c| config_value(c, "CONFIG_HZ"))
-                    .and_then(|v| v.parse().ok()),
+                tick_hz: config.as_deref().and_then(hz_of),
                 user_hz: crate::system::clock_ticks_per_s(),
                 preemption: std::fs::read_to_string("/sys/kernel/debug/sched/preempt")
                     .ok()
                     .and_then(|s| chosen_preemption(&s))
                     .or_else(|| preemption_from_uname(&version)),
+                preempt_model: preempt_model(&version, preempt_config.as_deref()),
+                preempt_config,
                 kernel_version: version,
+                cpu_model: cpuinfo_field(&cpuinfo, "model name"),
+                hypervisor_flag: has_hypervisor_flag(&cpuinfo),
+                sys_vendor: dmi("sys_vendor"),
+                product_name: dmi("product_name"),
             },
         }
     }
@@ -95,13 +114,81 @@ pub fn stamp<T: Serialize>(doc: &T) -> serde_json::Result<serde_json::Value> {
     Ok(value)
 }
 
+/// The kernel's tick rate (CONFIG_HZ), when its config is readable.
+pub fn tick_hz() -> Option<u32> {
+    kernel_config().as_deref().and_then(hz_of)
+}
+
+fn hz_of(config: &str) -> Option<u32> {
+    config_value(config, "CONFIG_HZ")?.parse().ok()
+}
+
+fn dmi(f: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/sys/class/dmi/id/{f}"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The first `name : value` line's value of /proc/cpuinfo.
+fn cpuinfo_field(cpuinfo: &str, name: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().to_string())
+    })
+}
+
+/// The preemption models the build allows, from its CONFIG_PREEMPT* lines.
+fn preempt_config(config: &str) -> Option<String> {
+    let set = |name: &str| config_value(config, name) == Some("y");
+    let default = [
+        ("CONFIG_PREEMPT_RT", "rt"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+        ("CONFIG_PREEMPT", "full"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT_NONE", "none"),
+    ]
+    .iter()
+    .find(|(name, _)| set(name))
+    .map(|(_, model)| *model)?;
+    Some(if set("CONFIG_PREEMPT_DYNAMIC") {
+        format!("dynamic (default {default})")
+    } else {
+        default.to_string()
+    })
+}
+
+/// The model in use: debugfs says which a dynamic kernel chose; a fixed build has one.
+fn preempt_model(version: &str, config: Option<&str>) -> String {
+    let debugfs = std::fs::read_to_string("/sys/kernel/debug/sched/preempt");
+    preempt_model_of(debugfs, version, config)
+}
+
+fn preempt_model_of(
+    debugfs: std::io::Result<String>,
+    version: &str,
+    config: Option<&str>,
+) -> String {
+    match debugfs {
+        Ok(s) => chosen_preemption(&s).unwrap_or_else(|| "unknown (unreadable)".into()),
+        Err(e) => {
+            let dynamic = config.map_or(version.contains("PREEMPT_DYNAMIC"), |c| {
+                c.starts_with("dynamic")
+            });
+            match config {
+                Some(fixed) if !dynamic => fixed.to_string(),
+                _ if e.raw_os_error() == Some(libc::ENOENT)
+                    && !Path::new("/sys/kernel/debug/sched").exists() =>
+                {
+                    "unknown (debugfs not mounted)".into()
+                }
+                _ => "unknown (debugfs locked)".into(),
+            }
+        }
+    }
+}
+
 fn virtualization() -> Option<String> {
-    let dmi = |f: &str| {
-        std::fs::read_to_string(format!("/sys/class/dmi/id/{f}"))
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
     let flagged = std::fs::read_to_string("/proc/cpuinfo")
         .map(|s| has_hypervisor_flag(&s))
         .unwrap_or(false);
@@ -181,6 +268,43 @@ mod tests {
             Some("full")
         );
         assert_eq!(preemption_from_uname("#1 SMP Tue"), None);
+    }
+
+    #[test]
+    fn preempt_config_names_the_default_and_dynamic() {
+        let dynamic =
+            "CONFIG_PREEMPT_NONE=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        assert_eq!(
+            preempt_config(dynamic).as_deref(),
+            Some("dynamic (default none)")
+        );
+        assert_eq!(
+            preempt_config("CONFIG_PREEMPT=y\nCONFIG_PREEMPT_COUNT=y\n").as_deref(),
+            Some("full")
+        );
+        assert_eq!(preempt_config("CONFIG_HZ=250\n"), None);
+        // A fixed build has one model, whatever debugfs says or not.
+        let eperm = || Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(
+            preempt_model_of(eperm(), "#1 SMP", Some("voluntary")),
+            "voluntary"
+        );
+        assert_eq!(
+            preempt_model_of(
+                eperm(),
+                "#1 SMP PREEMPT_DYNAMIC",
+                Some("dynamic (default none)")
+            ),
+            "unknown (debugfs locked)"
+        );
+        assert_eq!(
+            preempt_model_of(Ok("none (voluntary) full lazy\n".into()), "#1", None),
+            "voluntary"
+        );
+        assert_eq!(
+            cpuinfo_field("processor\t: 0\nmodel name\t: AMD EPYC\n", "model name").as_deref(),
+            Some("AMD EPYC")
+        );
     }
 
     #[test]

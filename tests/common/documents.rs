@@ -273,6 +273,11 @@ const UNITLESS: &[&str] = &[
     "tasks",
     "writable",
     "read_only",
+    // check diff's findings by verdict.
+    "regressed",
+    "better",
+    "same",
+    "not_compared",
     // Identifiers and levels: which CPU, task, round; a nice value, an RT priority; the
     // document's own version.
     "cpu",

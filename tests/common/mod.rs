@@ -221,3 +221,39 @@ pub fn restore_journal(journal: Option<&std::path::Path>) {
     }
     let _ = cmd.output();
 }
+
+/// `check diff` of a check report (JSON text) against itself: exit 0, no regression,
+/// and each finding of `with_repeats` that was measured compared by its own repeats.
+pub fn assert_diff_against_itself(report: &str, with_repeats: &[&str]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("check.json");
+    std::fs::write(&path, report).expect("save the report");
+    let file = path.to_str().expect("utf-8 path");
+    let out = schedlab(&["check", "diff", file, file, "--json", "-"]);
+    let diff = json_output(&out);
+    assert_eq!(diff["regressed"], 0, "{diff}");
+    let doc: serde_json::Value = serde_json::from_str(report).expect("JSON report");
+    for id in with_repeats {
+        let found = |d: &serde_json::Value| {
+            d["findings"]
+                .as_array()
+                .and_then(|a| a.iter().find(|f| f["id"] == *id).cloned())
+                .unwrap_or_else(|| panic!("no finding {id}"))
+        };
+        if found(&doc)["details"]["skipped"] == true {
+            continue;
+        }
+        let repeats = found(&doc)["noise"]["repeats"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert!(repeats >= 2, "{id}: {repeats} repeats recorded");
+        let compared = found(&diff);
+        assert_eq!(compared["verdict"], "same", "{compared}");
+        assert!(
+            compared["tolerance"]
+                .as_str()
+                .is_some_and(|t| t.contains("repeats")),
+            "{compared}"
+        );
+    }
+}

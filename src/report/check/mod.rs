@@ -1,5 +1,8 @@
 //! What `schedlab check` reports: its findings, their verdicts, and the data behind its plots.
 
+mod diff;
+mod diff_text;
+mod noise;
 mod text;
 
 use std::fmt;
@@ -9,6 +12,9 @@ use serde_json::{json, Value};
 
 use crate::workload::histogram::Histogram;
 
+pub use diff::{diff, Compared, DiffReport, Moved};
+pub use diff_text::render_diff;
+pub use noise::{Noise, Worse};
 pub use text::render_text;
 
 /// How a finding compares with a healthy machine.
@@ -75,6 +81,10 @@ pub struct Finding {
     /// How it was measured (and which tool it matches).
     pub method: String,
     pub details: Value,
+    /// Which way the value gets worse (None: no direction, `check diff` does not judge it).
+    pub worse: Option<Worse>,
+    /// Its repeated measurements or honest tolerance, for `check diff`.
+    pub noise: Option<Noise>,
     /// The value as the text report shows it.
     #[serde(skip)]
     pub shown: String,
@@ -132,11 +142,20 @@ pub fn finding(id: &str, title: &str, unit: &str, healthy: &str, method: String)
         explanation: String::new(),
         method,
         details: json!({}),
+        worse: None,
+        noise: None,
         shown: "-".to_string(),
     }
 }
 
 impl Finding {
+    /// Which way is worse, and how much the value moves by itself.
+    pub fn spread(mut self, worse: Worse, noise: Option<Noise>) -> Finding {
+        self.worse = Some(worse);
+        self.noise = noise;
+        self
+    }
+
     pub fn judged(mut self, (verdict, explanation): (Verdict, String)) -> Finding {
         self.verdict = verdict;
         self.explanation = explanation;
@@ -148,6 +167,7 @@ impl Finding {
         self.verdict = verdict;
         self.shown = "not measured".to_string();
         self.details = json!({ "skipped": true, "reason": why });
+        self.noise = None;
         self.explanation = why;
         self
     }
