@@ -85,6 +85,7 @@ mod tests {
             "nr_migrate",
             "preempt",
             "fair_server.cpu1.runtime",
+            "sched_ext",
         ] {
             let k = SysKnob::parse(name).expect(name);
             assert_eq!(k.name(), format!("sys.{name}"));
