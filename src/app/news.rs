@@ -173,6 +173,7 @@ impl App {
         self.ui.note_scroll = 0;
         self.keep_selection_visible();
         self.kernel = s.kernel;
+        self.scheduler = s.scheduler;
         self.cpus = s.cpus;
         let name = s.preset.name.clone();
         self.preset = Some(s.preset);

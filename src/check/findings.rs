@@ -483,7 +483,11 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         .filter(|k| {
             !matches!(
                 k.name.as_str(),
-                "sys.rt_runtime_us" | "sys.rt_period_us" | "sys.rr_timeslice_ms" | "sys.autogroup"
+                "sys.rt_runtime_us"
+                    | "sys.rt_period_us"
+                    | "sys.rr_timeslice_ms"
+                    | "sys.autogroup"
+                    | "sys.sched_ext"
             )
         })
         .find(|k| !k.writable)
@@ -497,6 +501,7 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         "reasons": reasons,
         "writable_knobs": knobs.iter().filter(|k| k.writable).map(|k| k.name.clone()).collect::<Vec<_>>(),
         "debugfs_mounted": sys.probe.debugfs_mounted,
+        "sched_ext": crate::knob::scx::detect(std::path::Path::new("/")).summary(),
     });
     f.judged(verdict::verdict_knobs(
         sys.probe.root,
@@ -545,5 +550,20 @@ mod tests {
             (f.verdict, f.explanation.as_str()),
             (Verdict::Problem, "gone")
         );
+    }
+
+    #[test]
+    fn the_knobs_finding_says_what_sched_ext_is_here() {
+        let sys = SystemKnobs::new(std::env::temp_dir().join("schedlab-unused-journal"));
+        let f = knobs_finding(finding("knobs", "k", "", "h", String::new()), &sys);
+        let line = f.details["sched_ext"].as_str().expect("a line").to_string();
+        let expected = crate::knob::scx::detect(std::path::Path::new("/")).summary();
+        assert_eq!(line, expected);
+        let listed = f.details["writable_knobs"].to_string();
+        let has_scx = std::path::Path::new("/sys/kernel/sched_ext").is_dir();
+        if !has_scx {
+            assert!(line.starts_with("sched_ext: unavailable ("), "{line}");
+            assert!(!listed.contains("sys.sched_ext"), "{listed}");
+        }
     }
 }
