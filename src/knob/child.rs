@@ -123,6 +123,8 @@ mod tests {
     use super::*;
     use std::process::Command;
 
+    // Reaped by `Child::alive`'s waitpid, as schedlab's own children are.
+    #[allow(clippy::zombie_processes)]
     fn spawn(script: &str) -> Child {
         let child = default_sigint(Command::new("sh").args(["-c", script]))
             .spawn()
