@@ -17,7 +17,7 @@ use crate::knob::journal::{Entry, Journal};
 const GRACE: Duration = Duration::from_secs(5);
 
 /// Whether the ops name the kernel reports belongs to `program`: scx_rusty registers
-/// "rusty", scx_simple "simple".
+/// "rusty", scx_simple "simple"; a renamed copy (`my_scx_rusty`) still holds the name.
 pub fn names_match(program: &Path, ops: &str) -> bool {
     let Some(stem) = program
         .file_name()
@@ -26,7 +26,7 @@ pub fn names_match(program: &Path, ops: &str) -> bool {
         return false;
     };
     let short = stem.strip_prefix("scx_").unwrap_or(&stem);
-    !ops.is_empty() && (ops == stem || ops == short || short.starts_with(ops))
+    !ops.is_empty() && (ops == stem || short.contains(ops))
 }
 
 /// The schedulers this journal started that still run.

@@ -205,6 +205,7 @@ fn programs_are_found_by_path_or_on_path() {
     assert!(resolve("/no/such/scx", None).is_err_and(|e| e.ends_with("does not exist")));
     assert!(names_match(Path::new("/usr/bin/scx_rusty"), "rusty"));
     assert!(names_match(Path::new("scx_simple"), "simple"));
+    assert!(names_match(Path::new("/opt/my_scx_rusty"), "rusty"));
     assert!(!names_match(Path::new("scx_simple"), "rusty"));
     assert!(!names_match(Path::new("scx_simple"), ""));
 }
