@@ -60,6 +60,27 @@ fn read(path: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+fn version(release: &str) -> (u32, u32) {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse().ok());
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+fn fair_by_version(kernel: (u32, u32)) -> String {
+    match kernel {
+        (0, 0) => String::new(),
+        k if k >= (6, 6) => "EEVDF".into(),
+        _ => "CFS".into(),
+    }
+}
+
+/// The fair class of a kernel release ("6.18.0" -> EEVDF, from 6.6; CFS before it);
+/// empty when the release says no version.
+pub fn fair_class(release: &str) -> String {
+    fair_by_version(version(release))
+}
+
 /// What `root` ("/" for this machine) says about sched_ext.
 pub fn detect(root: &Path) -> Scx {
     let config =
@@ -68,9 +89,6 @@ pub fn detect(root: &Path) -> Scx {
     let sysfs = dir.is_dir().then_some(dir);
     let file = |name: &str| sysfs.as_ref().and_then(|d| read(&d.join(name)));
     let release = read(&root.join("proc/sys/kernel/osrelease")).unwrap_or_default();
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse().ok());
     Scx {
         config,
         state: file("state").as_deref().and_then(State::parse),
@@ -78,7 +96,7 @@ pub fn detect(root: &Path) -> Scx {
         enable_seq: file("enable_seq").and_then(|s| s.parse().ok()),
         switch_all: file("switch_all").map(|s| s == "1"),
         sysfs,
-        kernel: (parts.next().unwrap_or(0), parts.next().unwrap_or(0)),
+        kernel: version(&release),
     }
 }
 
@@ -123,9 +141,7 @@ impl Scx {
     pub fn class(&self) -> String {
         match (self.state, &self.ops) {
             (Some(State::Enabled), Some(ops)) => format!("sched_ext: {ops}"),
-            _ if self.kernel >= (6, 6) => "EEVDF".into(),
-            _ if self.kernel == (0, 0) => String::new(),
-            _ => "CFS".into(),
+            _ => fair_by_version(self.kernel),
         }
     }
 
@@ -223,6 +239,9 @@ mod tests {
         assert_eq!(scx.running().as_deref(), Some("simple"));
         std::fs::write(sysfs.join("state"), "nonsense\n").expect("state");
         assert_eq!(detect(dir.path()).state, None);
+        assert_eq!(fair_class("6.5.13"), "CFS");
+        assert_eq!(fair_class("6.6.0-rc1"), "EEVDF");
+        assert_eq!(fair_class("unknown"), "");
         std::fs::remove_dir_all(&sysfs).expect("rm");
         assert!(detect(dir.path())
             .unavailable()

@@ -6,7 +6,7 @@ mod run;
 
 use std::path::{Path, PathBuf};
 
-pub use detect::{detect, Scx, State};
+pub use detect::{detect, fair_class, Scx, State};
 pub use run::{names_match, switch};
 
 /// How long a scheduler gets to load its BPF program and be enabled by the kernel
