@@ -106,7 +106,9 @@ fn holders(target: &Path) -> (Vec<String>, Vec<String>) {
         if name.parse::<u32>().is_err() {
             continue;
         }
-        let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+        let Ok(comm) = std::fs::read_to_string(p.path().join("comm")) else {
+            continue; // gone meanwhile
+        };
         let who = format!("pid {name} {}", comm.trim());
         let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
             hidden.push(who);
@@ -236,12 +238,19 @@ fn ms_flags(opts: &str) -> MsFlags {
 }
 
 /// The superblock options (`rw,cpu`) as mount data: the controllers and named options,
-/// without rw/ro (those are flags).
+/// without rw/ro (those are flags). A hierarchy without controllers (`rw,name=x`) must
+/// be asked for with `none`, which mountinfo does not show.
 fn super_data(opts: &str) -> String {
-    opts.split(',')
+    let controllers = std::fs::read_to_string("/proc/cgroups").unwrap_or_default();
+    let is_controller = |o: &str| controllers.lines().any(|l| l.split('\t').next() == Some(o));
+    let mut data: Vec<&str> = opts
+        .split(',')
         .filter(|o| !matches!(*o, "rw" | "ro"))
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect();
+    if !data.iter().any(|o| is_controller(o)) {
+        data.insert(0, "none");
+    }
+    data.join(",")
 }
 
 #[test]
@@ -259,7 +268,66 @@ fn mountinfo_rows_and_remount_arguments() {
         MsFlags::MS_NOSUID | MsFlags::MS_RELATIME
     );
     assert_eq!(super_data(&row.super_opts), "cpu,cpuacct");
+    assert_eq!(super_data("rw,name=systemd"), "none,name=systemd");
     let acct = Row::parse("33 31 0:30 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct")
         .expect("a row");
     assert!(!acct.is_v1_cpu());
+}
+
+/// Unmounts a test's own mount on drop.
+struct Own<'a>(&'a Path);
+
+impl Drop for Own<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = umount2(self.0, MntFlags::empty()) {
+            eprintln!("MACHINE CHANGED: umount {}: {e}", self.0.display());
+        }
+    }
+}
+
+/// The put-back path of [`Released`] on a hierarchy the test makes itself (a named v1
+/// hierarchy without controllers, harmless to take off): same options after, and a busy
+/// mount refused with its holder named.
+#[test]
+fn a_released_v1_mount_is_put_back_exactly_as_it_was() {
+    let _serial = crate::common::serial();
+    if !crate::common::require(
+        "root (mounting a cgroup hierarchy)",
+        crate::common::is_root(),
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The kernel takes letters, digits, `_` and `.` in a hierarchy name.
+    let name = format!("name=schedlab_test_{}", std::process::id());
+    let data = format!("none,{name}");
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(
+        Some("cgroup"),
+        dir.path(),
+        Some("cgroup"),
+        flags,
+        Some(data.as_str()),
+    )
+    .expect("mount a named v1 hierarchy");
+    let _own = Own(dir.path());
+    let here =
+        |p: &Path| -> Vec<Row> { mountinfo().into_iter().filter(|r| r.target == p).collect() };
+    let row = here(dir.path()).pop().expect("the mount in mountinfo");
+    assert_eq!(row.super_opts, format!("rw,{name}"));
+    assert!(row.mount_opts.contains("nosuid,nodev,noexec"), "{row:?}");
+    let mut released = Released::release(&row).expect("nothing holds it");
+    assert!(here(dir.path()).is_empty(), "unmounted");
+    released.put_back().expect("mounted back as it was");
+    assert_eq!(here(dir.path()), [row.clone()]);
+    // An open directory in it makes it busy: refused, and the holder named.
+    let held = std::fs::File::open(dir.path()).expect("open the mount's root");
+    let err = match Released::release(&row) {
+        Err(e) => e,
+        Ok(_) => panic!("a held mount must be refused"),
+    };
+    drop(held);
+    let me = format!("pid {} ", std::process::id());
+    assert!(err.contains("EBUSY") && err.contains(&me), "{err}");
+    assert_eq!(here(dir.path()), [row], "left as it was");
 }
