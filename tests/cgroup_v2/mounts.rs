@@ -319,7 +319,7 @@ fn a_released_v1_mount_is_put_back_exactly_as_it_was() {
     let mut released = Released::release(&row).expect("nothing holds it");
     assert!(here(dir.path()).is_empty(), "unmounted");
     released.put_back().expect("mounted back as it was");
-    assert_eq!(here(dir.path()), [row.clone()]);
+    assert_eq!(here(dir.path()), std::slice::from_ref(&row));
     // An open directory in it makes it busy: refused, and the holder named.
     let held = std::fs::File::open(dir.path()).expect("open the mount's root");
     let err = match Released::release(&row) {
