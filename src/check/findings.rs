@@ -461,7 +461,11 @@ pub(super) fn steal_finding(mut f: Finding, a: &StatSnapshot, b: &StatSnapshot) 
 }
 
 pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
-    let knobs = sys::list(&sys.probe);
+    // What the machine lets you change; a kernel without sched_ext is its own line.
+    let knobs: Vec<_> = sys::list(&sys.probe)
+        .into_iter()
+        .filter(|k| k.name != "sys.sched_ext")
+        .collect();
     let writable = knobs.iter().filter(|k| k.writable).count();
     let mut reasons: Vec<String> = Vec::new();
     for k in knobs.iter().filter(|k| !k.writable) {
@@ -483,11 +487,7 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         .filter(|k| {
             !matches!(
                 k.name.as_str(),
-                "sys.rt_runtime_us"
-                    | "sys.rt_period_us"
-                    | "sys.rr_timeslice_ms"
-                    | "sys.autogroup"
-                    | "sys.sched_ext"
+                "sys.rt_runtime_us" | "sys.rt_period_us" | "sys.rr_timeslice_ms" | "sys.autogroup"
             )
         })
         .find(|k| !k.writable)
@@ -559,11 +559,14 @@ mod tests {
         let line = f.details["sched_ext"].as_str().expect("a line").to_string();
         let expected = crate::knob::scx::detect(std::path::Path::new("/")).summary();
         assert_eq!(line, expected);
-        let listed = f.details["writable_knobs"].to_string();
-        let has_scx = std::path::Path::new("/sys/kernel/sched_ext").is_dir();
-        if !has_scx {
+        if !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
             assert!(line.starts_with("sched_ext: unavailable ("), "{line}");
-            assert!(!listed.contains("sys.sched_ext"), "{listed}");
         }
+        // Counted apart from the knobs the machine lets you change.
+        let counted = f.details["writable"].as_u64().unwrap_or(0)
+            + f.details["read_only"].as_u64().unwrap_or(0);
+        assert_eq!(counted as usize, sys::list(&sys.probe).len() - 1);
+        let reasons = f.details["reasons"].to_string();
+        assert!(!reasons.contains("SCHED_CLASS_EXT"), "{reasons}");
     }
 }
