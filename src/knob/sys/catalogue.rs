@@ -33,11 +33,7 @@ pub enum SysKnob {
     Feature(String),
     Tunable(&'static str),
     Preempt,
-    FairServer {
-        cpu: usize,
-        field: &'static str,
-    },
-    /// Which sched_ext BPF scheduler runs (a program schedlab starts), or off.
+    FairServer { cpu: usize, field: &'static str },
     SchedExt,
 }
 
