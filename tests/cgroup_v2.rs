@@ -208,11 +208,18 @@ fn cgroup_knobs_run_against_a_private_cgroup_v2_hierarchy() {
         v2.controllers().split_whitespace().any(|c| c == "cpu")
     });
     if !handed_over {
-        let why = format!(
-            "the cpu controller did not reach cgroup v2 within {} s (cgroup.controllers: \"{}\"): its v1 hierarchy lives on (another mount namespace's copy, or a reference the kernel keeps)",
-            HANDOVER.as_secs(),
-            v2.controllers().trim()
-        );
+        let listed = v2.controllers();
+        let why = match &released {
+            Some(_) => format!(
+                "the cpu controller did not reach cgroup v2 within {} s (cgroup.controllers: \"{}\"): its v1 hierarchy lives on (another mount namespace's copy, or a reference the kernel keeps)",
+                HANDOVER.as_secs(),
+                listed.trim()
+            ),
+            None => format!(
+                "the cpu controller is in no mounted v1 hierarchy and not in cgroup v2 (cgroup.controllers: \"{}\")",
+                listed.trim()
+            ),
+        };
         drop(released);
         return skip(&why);
     }
