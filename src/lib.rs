@@ -23,6 +23,7 @@ pub mod error;
 pub mod headless;
 pub mod ideal;
 pub mod input;
+pub mod kconfig;
 pub mod knob;
 pub mod lab;
 pub mod lesson;

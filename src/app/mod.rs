@@ -170,6 +170,8 @@ pub const LOG_KEEP: usize = 1000;
 pub struct App {
     pub preset: Option<PresetView>,
     pub kernel: String,
+    /// The scheduler class fair tasks run in, as the experiment found it.
+    pub scheduler: String,
     pub cpus: usize,
     pub live: Live,
     pub knobs: Vec<KnobInfo>,
@@ -230,6 +232,7 @@ impl App {
         let mut app = App {
             preset: None,
             kernel: String::new(),
+            scheduler: String::new(),
             cpus: 0,
             live: Live::empty(RETENTION),
             knobs: Vec::new(),

@@ -48,6 +48,7 @@ impl App {
             }
             Action::SystemKnobs(k) => {
                 self.knobs = k;
+                self.follow_sched_ext();
                 self.ui.selected_knob = self
                     .ui
                     .selected_knob
@@ -187,6 +188,7 @@ impl App {
         self.ui.note_scroll = 0;
         self.keep_selection_visible();
         self.kernel = s.kernel;
+        self.scheduler = s.scheduler;
         self.cpus = s.cpus;
         let name = s.preset.name.clone();
         self.preset = Some(s.preset);
@@ -205,5 +207,51 @@ impl App {
         } else {
             self.complain(s.warnings.join("; "));
         }
+    }
+
+    /// The header's scheduler class follows `sys.sched_ext` whenever the knob list comes
+    /// (the controller sends it after every system knob change).
+    fn follow_sched_ext(&mut self) {
+        let Some(value) = self
+            .knobs
+            .iter()
+            .find(|k| k.name == "sys.sched_ext")
+            .and_then(|k| k.value.clone())
+        else {
+            return;
+        };
+        self.scheduler = if value == "off" {
+            crate::knob::scx::fair_class(&self.kernel)
+        } else {
+            format!("sched_ext: {value}")
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_class_follows_the_sched_ext_knob() {
+        let mut app = crate::app::tests::running_app();
+        assert_eq!(app.scheduler, "EEVDF");
+        let row = |value: Option<&str>| crate::knob::sys::KnobInfo {
+            name: "sys.sched_ext".into(),
+            value: value.map(str::to_string),
+            allowed: String::new(),
+            writable: true,
+            why_not: None,
+            path: None,
+            help: String::new(),
+        };
+        app.update(Action::SystemKnobs(vec![row(Some("rusty"))]));
+        assert_eq!(app.scheduler, "sched_ext: rusty");
+        app.update(Action::SystemKnobs(vec![row(Some("off"))]));
+        assert_eq!(app.scheduler, "EEVDF");
+        // A kernel without sched_ext has no value: the class stays.
+        app.scheduler = "CFS".into();
+        app.update(Action::SystemKnobs(vec![row(None)]));
+        assert_eq!(app.scheduler, "CFS");
     }
 }

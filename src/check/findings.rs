@@ -486,7 +486,11 @@ pub(super) fn steal_finding(
 }
 
 pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
-    let knobs = sys::list(&sys.probe);
+    // What the machine lets you change; a kernel without sched_ext is its own line.
+    let knobs: Vec<_> = sys::list(&sys.probe)
+        .into_iter()
+        .filter(|k| k.name != "sys.sched_ext")
+        .collect();
     let writable = knobs.iter().filter(|k| k.writable).count();
     let mut reasons: Vec<String> = Vec::new();
     for k in knobs.iter().filter(|k| !k.writable) {
@@ -522,6 +526,7 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         "reasons": reasons,
         "writable_knobs": knobs.iter().filter(|k| k.writable).map(|k| k.name.clone()).collect::<Vec<_>>(),
         "debugfs_mounted": sys.probe.debugfs_mounted,
+        "sched_ext": crate::knob::scx::detect(std::path::Path::new("/")).summary(),
     });
     f.spread(Worse::Lower, Some(noise::knobs()))
         .judged(verdict::verdict_knobs(
@@ -571,5 +576,23 @@ mod tests {
             (f.verdict, f.explanation.as_str()),
             (Verdict::Problem, "gone")
         );
+    }
+
+    #[test]
+    fn the_knobs_finding_says_what_sched_ext_is_here() {
+        let sys = SystemKnobs::new(std::env::temp_dir().join("schedlab-unused-journal"));
+        let f = knobs_finding(finding("knobs", "k", "", "h", String::new()), &sys);
+        let line = f.details["sched_ext"].as_str().expect("a line").to_string();
+        let expected = crate::knob::scx::detect(std::path::Path::new("/")).summary();
+        assert_eq!(line, expected);
+        if !std::path::Path::new("/sys/kernel/sched_ext").is_dir() {
+            assert!(line.starts_with("sched_ext: unavailable ("), "{line}");
+        }
+        // Counted apart from the knobs the machine lets you change.
+        let counted = f.details["writable"].as_u64().unwrap_or(0)
+            + f.details["read_only"].as_u64().unwrap_or(0);
+        assert_eq!(counted as usize, sys::list(&sys.probe).len() - 1);
+        let reasons = f.details["reasons"].to_string();
+        assert!(!reasons.contains("SCHED_CLASS_EXT"), "{reasons}");
     }
 }

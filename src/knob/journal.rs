@@ -30,6 +30,9 @@ pub enum Entry {
     /// A task schedlab did not start, as it was before schedlab first changed it;
     /// undone by setting it back (unless it exited).
     Task(super::foreign::Found),
+    /// A process schedlab started (a sched_ext scheduler); undone by stopping it, and
+    /// only while its pid still has the recorded start time.
+    Process(super::child::Child),
 }
 
 impl Entry {
@@ -42,6 +45,7 @@ impl Entry {
                 "task {} (pid {} tid {}) to {} nice {}",
                 f.comm, f.pid, f.tid, f.settings.policy, f.settings.nice
             ),
+            Entry::Process(c) => format!("stop {} (pid {})", c.comm, c.pid),
         }
     }
 }
@@ -110,7 +114,7 @@ fn not_allowed(entry: &Entry, extra: &[PathBuf]) -> Option<String> {
         Entry::File { path, .. } | Entry::Dir { path } => path,
         Entry::Mount { target, .. } => target,
         // Only ever the task it names, and only while its start time matches.
-        Entry::Task(_) => return None,
+        Entry::Task(_) | Entry::Process(_) => return None,
     };
     let plain = path.is_absolute()
         && path
@@ -128,7 +132,7 @@ fn not_allowed(entry: &Entry, extra: &[PathBuf]) -> Option<String> {
             target == Path::new(super::fs::DEBUGFS) || target == Path::new(super::fs::TRACEFS)
         }
         Entry::Dir { path } => is_own_cgroup(path),
-        Entry::Task(_) => true,
+        Entry::Task(_) | Entry::Process(_) => true,
     };
     (!ok).then(|| {
         format!(
@@ -288,8 +292,16 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
             let why: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
             Failure::new(why.join("; "), errors.first().map(|e| e.errno))
         }),
+        Entry::Process(child) => child
+            .stop(PROCESS_GRACE)
+            .map(drop)
+            .map_err(|why| Failure::new(why, None)),
     }
 }
+
+/// How long a started process gets to end on SIGINT before it is killed: an scx
+/// scheduler detaches its BPF scheduler on the way out.
+const PROCESS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Passes that settle the order between entries (a root cgroup's RT runtime and the
 /// sysctl must go back in the right order).
@@ -616,6 +628,11 @@ impl Journal {
         self.append(Entry::Task(found))?;
         self.recorded.insert(key);
         Ok(())
+    }
+
+    /// Record a process schedlab has just started, to be stopped on restore.
+    pub fn record_process(&mut self, child: super::child::Child) -> Result<()> {
+        self.append(Entry::Process(child))
     }
 
     pub fn record_dir(&mut self, path: &Path) -> Result<()> {

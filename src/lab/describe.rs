@@ -31,6 +31,10 @@ pub struct Started {
     pub preset: PresetView,
     pub tasks: Vec<TaskInfo>,
     pub kernel: String,
+    /// The class fair tasks run in ("EEVDF", "sched_ext: rusty"); empty in recordings
+    /// made before it was recorded.
+    #[serde(default)]
+    pub scheduler: String,
     pub cpus: usize,
     pub warnings: Vec<String>,
 }

@@ -32,6 +32,7 @@ pub(crate) fn started() -> Started {
             })
             .collect(),
         kernel: "6.18.0-test".into(),
+        scheduler: "EEVDF".into(),
         cpus: 2,
         warnings: Vec::new(),
     }

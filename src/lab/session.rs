@@ -186,6 +186,7 @@ impl Session {
             },
             tasks: self.workload.tasks.iter().map(task_info).collect(),
             kernel: crate::system::kernel_release(),
+            scheduler: crate::knob::scx::detect(std::path::Path::new("/")).class(),
             cpus: self.online.count(),
             warnings,
         }

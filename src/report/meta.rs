@@ -1,11 +1,12 @@
 //! What every JSON document says about itself and the machine: versions, time, host, argv.
 
-use std::io::Read as _;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use serde::Serialize;
+
+use crate::kconfig::value as config_value;
 
 /// The shape of the JSON documents; raised when a field is renamed or removed.
 pub const SCHEMA_VERSION: u32 = 3;
@@ -206,24 +207,9 @@ fn has_hypervisor_flag(cpuinfo: &str) -> bool {
         .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
 }
 
-/// The kernel's build config, from /proc/config.gz or /boot/config-RELEASE.
+/// The running kernel's build config.
 fn kernel_config() -> Option<String> {
-    if let Ok(f) = std::fs::File::open("/proc/config.gz") {
-        let mut s = String::new();
-        if flate2::read::GzDecoder::new(f)
-            .read_to_string(&mut s)
-            .is_ok()
-        {
-            return Some(s);
-        }
-    }
-    std::fs::read_to_string(format!("/boot/config-{}", crate::system::kernel_release())).ok()
-}
-
-fn config_value<'a>(config: &'a str, name: &str) -> Option<&'a str> {
-    config
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+    crate::kconfig::read(Path::new("/")).map(|(text, _)| text)
 }
 
 /// The model in parentheses of debugfs's `none voluntary (full) lazy`.

@@ -1,5 +1,5 @@
-//! The top line: preset, kernel, CPUs, elapsed time, sampling interval, live or paused,
-//! and what is on or wrong: foreign load, RT holding every CPU, the scheduler trace, a
+//! The top line: preset, kernel, scheduler class (EEVDF, or the sched_ext scheduler),
+//! CPUs, elapsed time, sampling interval, live or paused, and what is on or wrong: foreign load, RT holding every CPU, the scheduler trace, a
 //! recording. What does not fit is left out whole, least useful first; the state and
 //! the warnings always stay.
 
@@ -45,18 +45,20 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         theme::title(app)
     };
     let mut pieces = vec![
-        piece(" schedlab ", theme::title(app), Some(2)),
+        piece(" schedlab ", theme::title(app), Some(3)),
         piece(format!(" {preset}"), theme::key(app), None),
         piece(format!("  Linux {}", app.kernel), Style::default(), Some(0)),
+        // Before the CPUs and the clock: a sched_ext scheduler changes every result.
+        piece(format!("  {}", app.scheduler), Style::default(), Some(2)),
         piece(
             format!("  {}", crate::report::counted(app.cpus as u64, "CPU")),
             Style::default(),
-            Some(3),
+            Some(4),
         ),
         piece(
             format!("  t={:.1}s", app.live.now_s()),
             Style::default(),
-            Some(4),
+            Some(5),
         ),
         piece(
             format!("  every {} ms", app.ui.interval.get().as_millis()),
@@ -65,10 +67,12 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         ),
         piece(format!("  {state}"), state_style, None),
     ];
+    // A recording from before the class was recorded has none to show.
+    pieces.retain(|p| !p.text.trim().is_empty());
     pieces.extend(flags(app));
     let width = |p: &[Piece]| p.iter().map(|p| p.text.chars().count()).sum::<usize>();
     let mut rank = 0u8;
-    while width(&pieces) > area.width as usize && rank <= 4 {
+    while width(&pieces) > area.width as usize && rank <= 5 {
         pieces.retain(|p| p.drop_rank != Some(rank));
         rank += 1;
     }

@@ -242,6 +242,22 @@ fn app_tracing() -> App {
 }
 
 #[test]
+fn header_names_the_sched_ext_scheduler_within_80_columns() {
+    let mut app = app_with_change();
+    app.scheduler = "sched_ext: rusty".into();
+    let line = rows(&draw(80, 1, |f, a| super::header::render(f, a, &app))).remove(0);
+    assert!(line.contains("  sched_ext: rusty  2 CPUs"), "{line}");
+    assert!(line.contains("LIVE") && !line.contains("Linux"), "{line}");
+    // A recording made before the class was recorded: no empty piece.
+    app.scheduler.clear();
+    let line = rows(&draw(80, 1, |f, a| super::header::render(f, a, &app))).remove(0);
+    assert!(
+        line.contains("rt-throttle  Linux 6.18.0-test  2 CPUs"),
+        "{line}"
+    );
+}
+
+#[test]
 fn header_says_trace_while_tracing() {
     let app = app_tracing();
     insta::assert_snapshot!(draw(90, 1, |f, a| super::header::render(f, a, &app)));

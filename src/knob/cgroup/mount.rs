@@ -70,6 +70,36 @@ pub fn detect_from(
         })
 }
 
+/// The cpu controller at one given cgroup mount (a test's private cgroup2 mount, a
+/// container's), not wherever [`detect`] would look first: `mounts` is /proc/mounts
+/// text. An error says why that mount will not do.
+pub fn at(
+    mounts: &str,
+    mount: &Path,
+    controllers: &dyn Fn(&Path) -> Option<String>,
+) -> Result<CgroupRoot, String> {
+    let here: Vec<&str> = mounts
+        .lines()
+        .filter(|l| {
+            let mut f = l.split_whitespace();
+            f.nth(1)
+                .is_some_and(|t| Path::new(&unescape_mount(t)) == mount)
+                && matches!(f.next(), Some("cgroup" | "cgroup2"))
+        })
+        .collect();
+    if here.is_empty() {
+        return Err(format!("{} is not a cgroup mount", mount.display()));
+    }
+    detect_from(&here.join("\n"), controllers).ok_or_else(|| {
+        let listed = controllers(mount).unwrap_or_default();
+        format!(
+            "{} has no cpu controller (a v1 mount without the cpu option, or cgroup v2 whose cgroup.controllers lists only \"{}\": the cpu controller is bound to a v1 hierarchy)",
+            mount.display(),
+            listed.trim()
+        )
+    })
+}
+
 /// /proc/mounts writes space, tab, newline and backslash in paths as octal escapes.
 fn unescape_mount(field: &str) -> String {
     let bytes = field.as_bytes();
@@ -207,6 +237,34 @@ mod tests {
         assert_eq!(
             detect_from(table, &|_: &Path| Some("cpu".to_string())),
             None
+        );
+    }
+
+    #[test]
+    fn a_given_mount_is_used_only_if_it_has_the_cpu_controller() {
+        let table = "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n\
+            cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n\
+            cgroup2 /tmp/private\\040v2 cgroup2 rw 0 0\n";
+        let private = Path::new("/tmp/private v2");
+        let with_cpu = |_: &Path| Some("cpuset cpu pids\n".to_string());
+        // The v1 cpu mount would win in `detect`; asked for the private one, it is that.
+        assert_eq!(
+            at(table, private, &with_cpu),
+            Ok(CgroupRoot {
+                version: Version::V2,
+                mount: private.to_path_buf()
+            })
+        );
+        let hugetlb = |_: &Path| Some("hugetlb\n".to_string());
+        let err = at(table, Path::new("/sys/fs/cgroup/unified"), &hugetlb).unwrap_err();
+        assert!(err.contains("lists only \"hugetlb\""), "{err}");
+        assert_eq!(
+            at(table, Path::new("/tmp"), &with_cpu),
+            Err("/tmp is not a cgroup mount".into())
+        );
+        assert_eq!(
+            at(table, Path::new("/sys/fs/cgroup/cpu"), &no_controllers).map(|r| r.version),
+            Ok(Version::V1)
         );
     }
 

@@ -8,6 +8,10 @@ use serde::Serialize;
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
 use crate::error::{Invalid, KnobError};
 use crate::knob::features::{self, ORDER_6_12, ORDER_6_12_KERNELS};
+use crate::knob::scx;
+
+/// sched_ext's state file: the knob's path in `schedlab knobs`.
+const SCX_STATE: &str = "/sys/kernel/sched_ext/state";
 
 /// The debugfs tunables besides features and preempt: (name, what it does).
 pub const TUNABLES: [(&str, &str); 3] = [
@@ -30,10 +34,11 @@ pub enum SysKnob {
     Tunable(&'static str),
     Preempt,
     FairServer { cpu: usize, field: &'static str },
+    SchedExt,
 }
 
 /// Every `sys.` name, for error messages.
-pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period";
+pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period, sched_ext";
 
 impl SysKnob {
     pub fn parse(name: &str) -> Result<SysKnob, Invalid> {
@@ -48,6 +53,7 @@ impl SysKnob {
             "rr_timeslice_ms" => SysKnob::RrTimeslice,
             "autogroup" | "autogroup_enabled" => SysKnob::Autogroup,
             "preempt" => SysKnob::Preempt,
+            "sched_ext" => SysKnob::SchedExt,
             _ => {
                 if let Some(f) = name.strip_prefix("feature.") {
                     if f.is_empty()
@@ -88,6 +94,7 @@ impl SysKnob {
             SysKnob::Tunable(t) => format!("sys.{t}"),
             SysKnob::Preempt => "sys.preempt".into(),
             SysKnob::FairServer { cpu, field } => format!("sys.fair_server.cpu{cpu}.{field}"),
+            SysKnob::SchedExt => "sys.sched_ext".into(),
         }
     }
 
@@ -106,13 +113,18 @@ impl SysKnob {
                 .sched_dir
                 .as_ref()
                 .map(|d| d.join("fair_server").join(format!("cpu{cpu}")).join(field)),
+            SysKnob::SchedExt => Some(PathBuf::from(SCX_STATE)),
         }
     }
 
     pub(super) fn is_debugfs(&self) -> bool {
         !matches!(
             self,
-            SysKnob::RtRuntime | SysKnob::RtPeriod | SysKnob::RrTimeslice | SysKnob::Autogroup
+            SysKnob::RtRuntime
+                | SysKnob::RtPeriod
+                | SysKnob::RrTimeslice
+                | SysKnob::Autogroup
+                | SysKnob::SchedExt
         )
     }
 
@@ -137,6 +149,7 @@ impl SysKnob {
             SysKnob::Tunable(_) => "0..4294967295 ns".into(),
             SysKnob::Preempt => "none, voluntary, full, lazy (what the kernel offers)".into(),
             SysKnob::FairServer { field, .. } => format!("{field} in ns (runtime <= period)"),
+            SysKnob::SchedExt => "off, or an scx scheduler program (a path, or a name on PATH like scx_simple) that schedlab runs until it exits".into(),
         }
     }
 }
@@ -193,6 +206,11 @@ pub fn get(knob: &SysKnob, probe: &Probe) -> Result<String, KnobError> {
                 ))
             })
         }
+        SysKnob::SchedExt => {
+            let scx = scx::detect(Path::new("/"));
+            scx.value()
+                .ok_or_else(|| KnobError::Refused(scx.unavailable().unwrap_or_default()))
+        }
         _ => {
             let path = knob.path(probe).ok_or_else(missing)?;
             std::fs::read_to_string(&path)
@@ -222,6 +240,9 @@ pub fn why_not_writable(knob: &SysKnob, probe: &Probe) -> Option<String> {
     if !probe.root {
         return Some("not root".into());
     }
+    if *knob == SysKnob::SchedExt {
+        return scx::detect(Path::new("/")).unavailable();
+    }
     if knob.is_debugfs() {
         if let Err(e) = &probe.debugfs_write {
             return Some(e.to_string());
@@ -241,6 +262,7 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
         SysKnob::RtPeriod,
         SysKnob::RrTimeslice,
         SysKnob::Autogroup,
+        SysKnob::SchedExt,
     ];
     knobs.extend(TUNABLES.iter().map(|(n, _)| SysKnob::Tunable(n)));
     knobs.push(SysKnob::Preempt);
@@ -318,5 +340,8 @@ fn help(k: &SysKnob) -> String {
             .to_string(),
         SysKnob::Preempt => "preemption model (PREEMPT_DYNAMIC)".into(),
         SysKnob::FairServer { .. } => "time reserved for fair tasks under RT load (6.12+)".into(),
+        SysKnob::SchedExt => {
+            "the scheduler class: a sched_ext BPF scheduler, or off (6.12+)".into()
+        }
     }
 }

@@ -85,6 +85,7 @@ mod tests {
             "nr_migrate",
             "preempt",
             "fair_server.cpu1.runtime",
+            "sched_ext",
         ] {
             let k = SysKnob::parse(name).expect(name);
             assert_eq!(k.name(), format!("sys.{name}"));
@@ -149,6 +150,32 @@ mod tests {
                 }
             )
             .as_deref(),
+            Some("not root")
+        );
+    }
+
+    #[test]
+    fn sched_ext_is_listed_with_its_value_or_why_not() {
+        let probe = unmounted();
+        let row = list(&probe)
+            .into_iter()
+            .find(|k| k.name == "sys.sched_ext")
+            .expect("a sys.sched_ext row");
+        let scx = crate::knob::scx::detect(Path::new("/"));
+        assert_eq!(row.path.as_deref(), Some("/sys/kernel/sched_ext/state"));
+        match scx.unavailable() {
+            Some(why) => {
+                assert_eq!((row.value, row.writable), (None, false));
+                assert_eq!(row.why_not, Some(why));
+            }
+            None => assert_eq!(row.value, scx.value()),
+        }
+        let not_root = Probe {
+            root: false,
+            ..probe
+        };
+        assert_eq!(
+            why_not_writable(&SysKnob::SchedExt, &not_root).as_deref(),
             Some("not root")
         );
     }

@@ -13,6 +13,7 @@ use crate::knob::errno::{explain, WriteKind};
 use crate::knob::features;
 use crate::knob::fs::write_file;
 use crate::knob::journal::Journal;
+use crate::knob::scx;
 
 /// What a write needs to know about the run around it.
 pub struct SetContext<'a> {
@@ -154,6 +155,13 @@ pub fn set(setting: &SysSetting, ctx: &mut SetContext) -> Result<String, KnobErr
         (SysKnob::RtPeriod, _) => set_rt_period(ctx, setting)?,
         (SysKnob::Feature(name), &SysValue::Switch(on)) => set_feature(ctx, knob, name, &path, on)?,
         (SysKnob::Preempt, SysValue::Model(model)) => set_preempt(ctx, knob, &path, model)?,
+        (SysKnob::SchedExt, value) => {
+            let program = match value {
+                SysValue::Program(p) => Some(p.as_path()),
+                _ => None,
+            };
+            return scx::switch(ctx.journal, program, Path::new("/"), scx::ENABLE_WAIT);
+        }
         (_, value) => {
             let text = match value {
                 SysValue::Int(v) => v.to_string(),
@@ -161,6 +169,7 @@ pub fn set(setting: &SysSetting, ctx: &mut SetContext) -> Result<String, KnobErr
                 // 0 puts the kernel's default back.
                 SysValue::Default => "0".to_string(),
                 SysValue::Model(m) => m.to_string(),
+                SysValue::Program(p) => p.display().to_string(),
             };
             journaled_write(ctx, knob, &path, &text)?;
         }

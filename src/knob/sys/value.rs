@@ -15,6 +15,8 @@ pub enum SysValue {
     Default,
     /// A preemption model (which ones this kernel offers is checked when written).
     Model(&'static str),
+    /// A program to run (sys.sched_ext's scheduler), found when parsed.
+    Program(std::path::PathBuf),
 }
 
 /// A system knob with a value of its form. Only `parse` makes one, so whatever takes a
@@ -62,6 +64,15 @@ impl SysSetting {
                 .find(|m| **m == text)
                 .map(|m| SysValue::Model(m)),
             SysKnob::FairServer { .. } => int_in(text, 0, i64::MAX),
+            SysKnob::SchedExt if text == "off" => Some(SysValue::Switch(false)),
+            SysKnob::SchedExt => {
+                let path = std::env::var_os("PATH");
+                let program = crate::knob::scx::resolve(text, path.as_deref()).map_err(|why| {
+                    let allowed = knob.allowed();
+                    Invalid(format!("{}={text}: {why}; allowed {allowed}", knob.name()))
+                })?;
+                Some(SysValue::Program(program))
+            }
         };
         match value {
             Some(value) => Ok(SysSetting {
@@ -135,5 +146,20 @@ mod tests {
         assert!(parse(fair.clone(), "-1").is_err());
         let s = SysSetting::parse(fair.clone(), "50000000").expect("fair server");
         assert_eq!((s.knob(), s.text()), (&fair, "50000000"));
+    }
+
+    #[test]
+    fn sched_ext_takes_off_or_a_program_found_when_parsed() {
+        assert_eq!(parse(SysKnob::SchedExt, "off"), Ok(SysValue::Switch(false)));
+        match parse(SysKnob::SchedExt, "sh") {
+            Ok(SysValue::Program(p)) => assert!(p.is_absolute() && p.ends_with("sh"), "{p:?}"),
+            other => panic!("sh is on PATH: {other:?}"),
+        }
+        let err = parse(SysKnob::SchedExt, "scx_not_installed_here").unwrap_err();
+        let no_program = "sys.sched_ext=scx_not_installed_here: no program \"scx_not_installed_here\" on PATH; allowed off, or an scx scheduler program";
+        assert!(err.starts_with(no_program), "{err}");
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        assert!(parse(SysKnob::SchedExt, manifest)
+            .is_err_and(|e| e.contains("/Cargo.toml is not an executable file; allowed off")));
     }
 }
