@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::pmqos;
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
 use crate::error::{Invalid, KnobError};
 use crate::knob::features::{self, ORDER_6_12, ORDER_6_12_KERNELS};
@@ -29,11 +30,16 @@ pub enum SysKnob {
     Feature(String),
     Tunable(&'static str),
     Preempt,
-    FairServer { cpu: usize, field: &'static str },
+    FairServer {
+        cpu: usize,
+        field: &'static str,
+    },
+    /// A PM QoS CPU latency request (/dev/cpu_dma_latency), held, not written.
+    CpuDmaLatency,
 }
 
 /// Every `sys.` name, for error messages.
-pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period";
+pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period, cpu_dma_latency";
 
 impl SysKnob {
     pub fn parse(name: &str) -> Result<SysKnob, Invalid> {
@@ -48,6 +54,7 @@ impl SysKnob {
             "rr_timeslice_ms" => SysKnob::RrTimeslice,
             "autogroup" | "autogroup_enabled" => SysKnob::Autogroup,
             "preempt" => SysKnob::Preempt,
+            "cpu_dma_latency" => SysKnob::CpuDmaLatency,
             _ => {
                 if let Some(f) = name.strip_prefix("feature.") {
                     if f.is_empty()
@@ -88,6 +95,7 @@ impl SysKnob {
             SysKnob::Tunable(t) => format!("sys.{t}"),
             SysKnob::Preempt => "sys.preempt".into(),
             SysKnob::FairServer { cpu, field } => format!("sys.fair_server.cpu{cpu}.{field}"),
+            SysKnob::CpuDmaLatency => "sys.cpu_dma_latency".into(),
         }
     }
 
@@ -106,13 +114,18 @@ impl SysKnob {
                 .sched_dir
                 .as_ref()
                 .map(|d| d.join("fair_server").join(format!("cpu{cpu}")).join(field)),
+            SysKnob::CpuDmaLatency => Some(PathBuf::from(pmqos::DEVICE)),
         }
     }
 
     pub(super) fn is_debugfs(&self) -> bool {
         !matches!(
             self,
-            SysKnob::RtRuntime | SysKnob::RtPeriod | SysKnob::RrTimeslice | SysKnob::Autogroup
+            SysKnob::RtRuntime
+                | SysKnob::RtPeriod
+                | SysKnob::RrTimeslice
+                | SysKnob::Autogroup
+                | SysKnob::CpuDmaLatency
         )
     }
 
@@ -123,6 +136,16 @@ impl SysKnob {
             self.name(),
             self.allowed()
         ))
+    }
+
+    /// What a user should know beyond the allowed values (`schedlab knobs` prints it).
+    pub fn note(&self) -> Option<&'static str> {
+        match self {
+            SysKnob::CpuDmaLatency => Some(
+                "not journaled: schedlab holds /dev/cpu_dma_latency open while it runs, and closing it (also when schedlab is killed) drops the request; the value is the machine's current target, the smallest request of any process",
+            ),
+            _ => None,
+        }
     }
 
     /// Which values are allowed, in words.
@@ -137,6 +160,10 @@ impl SysKnob {
             SysKnob::Tunable(_) => "0..4294967295 ns".into(),
             SysKnob::Preempt => "none, voluntary, full, lazy (what the kernel offers)".into(),
             SysKnob::FairServer { field, .. } => format!("{field} in ns (runtime <= period)"),
+            SysKnob::CpuDmaLatency => format!(
+                "0..{} us (held while schedlab runs), or off/default (drops the request)",
+                pmqos::DEFAULT_US
+            ),
         }
     }
 }
@@ -193,6 +220,17 @@ pub fn get(knob: &SysKnob, probe: &Probe) -> Result<String, KnobError> {
                 ))
             })
         }
+        SysKnob::CpuDmaLatency => {
+            let path = Path::new(pmqos::DEVICE);
+            pmqos::read_target(path)
+                .map(|us| us.to_string())
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::EACCES) => {
+                        KnobError::Refused(format!("not root ({} is mode 0600)", pmqos::DEVICE))
+                    }
+                    _ => read_error(path, e),
+                })
+        }
         _ => {
             let path = knob.path(probe).ok_or_else(missing)?;
             std::fs::read_to_string(&path)
@@ -244,6 +282,7 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
     ];
     knobs.extend(TUNABLES.iter().map(|(n, _)| SysKnob::Tunable(n)));
     knobs.push(SysKnob::Preempt);
+    knobs.push(SysKnob::CpuDmaLatency);
     for cpu in crate::system::online_cpus().iter() {
         knobs.push(SysKnob::FairServer {
             cpu,
@@ -318,5 +357,8 @@ fn help(k: &SysKnob) -> String {
             .to_string(),
         SysKnob::Preempt => "preemption model (PREEMPT_DYNAMIC)".into(),
         SysKnob::FairServer { .. } => "time reserved for fair tasks under RT load (6.12+)".into(),
+        SysKnob::CpuDmaLatency => {
+            "PM QoS CPU latency limit: cpuidle uses no idle state slower to leave than this".into()
+        }
     }
 }

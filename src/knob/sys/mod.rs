@@ -3,6 +3,7 @@
 //! and features. Every write is journaled first.
 
 mod catalogue;
+pub mod pmqos;
 mod probe;
 mod set;
 mod value;
@@ -28,6 +29,8 @@ pub struct SystemKnobs {
     /// Changes to tasks schedlab did not start stay after it exits (`--keep`): they are
     /// not journaled.
     pub keep_foreign: bool,
+    /// The held `sys.cpu_dma_latency` request: dropped by `restore` and when dropped.
+    pub pm_qos: pmqos::Hold,
 }
 
 impl SystemKnobs {
@@ -37,6 +40,7 @@ impl SystemKnobs {
             probe: Probe::detect(),
             allow_unthrottled_rt: false,
             keep_foreign: false,
+            pm_qos: pmqos::Hold::default(),
         }
     }
 
@@ -54,11 +58,14 @@ impl SystemKnobs {
             probe: &self.probe,
             rt_tasks_running: rt_running,
             allow_unthrottled_rt: self.allow_unthrottled_rt,
+            pm_qos: &mut self.pm_qos,
         };
         set(setting, &mut ctx)
     }
 
     pub fn restore(&mut self) -> Vec<Restored> {
+        // The PM QoS request has no old value to put back: closing it is the undo.
+        self.pm_qos.release();
         self.journal.restore()
     }
 
