@@ -234,7 +234,7 @@ impl<'a> Checker<'a> {
             .next("timer wakeup latency with and without PM QoS");
         let f = finding(
             "pm_qos_latency",
-            "FIFO wakeup latency, PM QoS 0 vs none",
+            "FIFO wakeup, PM QoS 0 vs none",
             "x",
             pmqos::HEALTHY,
             format!(
