@@ -92,6 +92,7 @@ mod tests {
             "nr_migrate",
             "preempt",
             "fair_server.cpu1.runtime",
+            "cpu_dma_latency",
         ] {
             let k = SysKnob::parse(name).expect(name);
             assert_eq!(k.name(), format!("sys.{name}"));
@@ -103,6 +104,12 @@ mod tests {
             .0
             .contains("upper-case"));
         assert!(SysKnob::parse("fair_server.cpuX.runtime").is_err());
+        assert!(err.contains("cpu_dma_latency"), "{err}");
+        // A held request, not a file written: no journal, and a note that says so.
+        assert!(SysKnob::CpuDmaLatency
+            .note()
+            .is_some_and(|n| n.starts_with("not journaled")));
+        assert_eq!(SysKnob::RtRuntime.note(), None);
     }
 
     #[test]
