@@ -154,16 +154,22 @@ mod tests {
             why_not_writable(&SysKnob::RtRuntime, &probe).is_none(),
             sysctl
         );
+        let user = Probe {
+            root: false,
+            ..probe.clone()
+        };
         assert_eq!(
-            why_not_writable(
-                &SysKnob::RtRuntime,
-                &Probe {
-                    root: false,
-                    ..probe.clone()
-                }
-            )
-            .as_deref(),
+            why_not_writable(&SysKnob::RtRuntime, &user).as_deref(),
             Some("not root")
+        );
+        // The PM QoS device is not debugfs: root and the device are all it needs.
+        assert_eq!(
+            why_not_writable(&SysKnob::CpuDmaLatency, &user).as_deref(),
+            Some("not root")
+        );
+        assert_eq!(
+            why_not_writable(&SysKnob::CpuDmaLatency, &probe).is_none(),
+            Path::new("/dev/cpu_dma_latency").exists()
         );
     }
 
