@@ -177,10 +177,15 @@ fn documented_verdict(f: &Value) -> &'static str {
             band(v("p99_ns") / 1e3, 200.0, 2000.0),
             band(v("max_ns") / 1e3, 2000.0, 50_000.0),
         ),
-        // Another process' request makes it notable; so does a ratio of 1.3x either way.
+        // Another process' request makes it notable; so does a ratio of 1.3x either way,
+        // and no difference while other load kept all but half a CPU busy.
         "pm_qos_latency" => {
             let ratio = v("latency_ratio");
-            if !d["foreign_target_us"].is_null() || ratio >= 1.3 || ratio <= 1.0 / 1.3 {
+            let cpus = v("cpus");
+            let busy = d["chunks_other_load_cpus"]
+                .as_f64()
+                .is_some_and(|l| l >= (cpus - 0.5).max(0.5));
+            if !d["foreign_target_us"].is_null() || ratio >= 1.3 || ratio <= 1.0 / 1.3 || busy {
                 "notable"
             } else {
                 "ok"

@@ -244,13 +244,19 @@ impl<'a> Checker<'a> {
             ),
         );
         self.measured(f, |c, f| {
+            let w = LoadWindow::start();
             let chunks = match pmqos::measure(c.budget.pm_qos_chunks, c.budget.pm_qos, &c.opts.stop)
             {
                 Ok(chunks) => chunks,
                 Err(e) => return f.skipped(Verdict::Notable, format!("not measured: {e:#}")),
             };
-            let others = crate::knob::sys::pmqos::other_holders();
-            pmqos::pm_qos_finding(f, &chunks, &pmqos::Cpuidle::read(), &others)
+            let ctx = pmqos::Seen {
+                idle: pmqos::Cpuidle::read(),
+                others: crate::knob::sys::pmqos::other_holders(),
+                other_load_cpus: w.other_load(),
+                cpus: c.online.len(),
+            };
+            pmqos::pm_qos_finding(f, &chunks, &ctx)
         });
     }
 

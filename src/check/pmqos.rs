@@ -172,14 +172,27 @@ impl Cpuidle {
     }
 }
 
-/// The finding from the chunks (in the order measured), the cpuidle facts and the
-/// other processes that held the device meanwhile.
-pub fn pm_qos_finding(
-    mut f: Finding,
-    chunks: &[Chunk],
-    idle: &Cpuidle,
-    others: &[String],
-) -> Finding {
+/// What the finding knows about the machine besides the chunks.
+pub struct Seen {
+    pub idle: Cpuidle,
+    /// Other processes that held the device (read after the chunks).
+    pub others: Vec<String>,
+    /// CPUs other processes kept busy while the chunks ran, and the CPUs online.
+    pub other_load_cpus: Option<f64>,
+    pub cpus: usize,
+}
+
+impl Seen {
+    /// Other load that leaves a wake-up (almost) no idle CPU to leave: with it, no
+    /// difference says nothing about PM QoS.
+    fn busy(&self) -> Option<f64> {
+        let busy_from = (self.cpus as f64 - 0.5).max(0.5);
+        self.other_load_cpus.filter(|&l| l >= busy_from)
+    }
+}
+
+/// The finding from the chunks (in the order measured) and what else was seen.
+pub fn pm_qos_finding(mut f: Finding, chunks: &[Chunk], ctx: &Seen) -> Finding {
     let (Some(without), Some(with)) = (side(chunks, false), side(chunks, true)) else {
         return f.skipped(
             Verdict::Notable,
@@ -216,12 +229,14 @@ pub fn pm_qos_finding(
         "interval_ns": measure::INTERVAL.as_nanos() as u64,
         "held_target_us": 0,
         "foreign_target_us": lowest_foreign,
-        "other_holders": others,
-        "cpuidle_driver": idle.driver,
-        "cpuidle_governor": idle.governor,
-        "idle_states": idle.states.iter().map(|(n, l)| json!({ "name": n, "exit_latency_us": l })).collect::<Vec<_>>(),
+        "other_holders": ctx.others,
+        "chunks_other_load_cpus": ctx.other_load_cpus,
+        "cpus": ctx.cpus,
+        "cpuidle_driver": ctx.idle.driver,
+        "cpuidle_governor": ctx.idle.governor,
+        "idle_states": ctx.idle.states.iter().map(|(n, l)| json!({ "name": n, "exit_latency_us": l })).collect::<Vec<_>>(),
     });
-    let judged = verdict(&without, &with, ratio, idle, lowest_foreign, others);
+    let judged = verdict(&without, &with, ratio, lowest_foreign, ctx);
     f.judged(judged)
 }
 
@@ -229,29 +244,35 @@ fn verdict(
     without: &Side,
     with: &Side,
     ratio: f64,
-    idle: &Cpuidle,
     foreign: Option<i32>,
-    others: &[String],
+    ctx: &Seen,
 ) -> (Verdict, String) {
     let (a, b) = (ns(without.avg_ns as u64), ns(with.avg_ns as u64));
     if let Some(t) = foreign {
-        let who = if others.is_empty() {
+        let who = if ctx.others.is_empty() {
             "another process".to_string()
         } else {
-            others.join(", ")
+            ctx.others.join(", ")
         };
         return (
             Verdict::Notable,
             format!("{who} held /dev/cpu_dma_latency at {t} us meanwhile, so the side without ours was not without one: avg {a} vs {b} with ours is not the difference PM QoS makes"),
         );
     }
-    let does = idle.what_it_does();
+    let does = ctx.idle.what_it_does();
+    let slower = ratio > 0.0 && ratio <= 1.0 / NOTABLE_RATIO;
+    if let Some(load) = ctx.busy().filter(|_| ratio < NOTABLE_RATIO && !slower) {
+        return (
+            Verdict::Notable,
+            format!("no difference seen (avg {a} without, {b} with /dev/cpu_dma_latency held at 0), but other processes kept {load:.1} of {} CPUs busy: a wake-up then seldom leaves an idle state, so this says nothing about PM QoS here; run the check on an idle machine ({does})", ctx.cpus),
+        );
+    }
     if ratio >= NOTABLE_RATIO {
         (
             Verdict::Notable,
             format!("holding /dev/cpu_dma_latency at 0 cuts the average FIFO timer wake-up from {a} to {b} ({ratio:.2}x): {does}; a latency-sensitive RT program here should hold it (cyclictest does by default, not with --laptop), at the cost of CPUs that never rest"),
         )
-    } else if ratio > 0.0 && ratio <= 1.0 / NOTABLE_RATIO {
+    } else if slower {
         (
             Verdict::Notable,
             format!("wake-ups were slower with /dev/cpu_dma_latency held at 0 (avg {a} without, {b} with): polling idle CPUs may take host time from this vCPU; {does}"),
@@ -284,12 +305,20 @@ mod tests {
 
     fn finding_of(chunks: &[Chunk]) -> Finding {
         let f = crate::report::check::finding("pm_qos_latency", "t", "x", HEALTHY, "m".into());
-        let idle = Cpuidle {
-            driver: Some("haltpoll".into()),
-            governor: None,
-            states: vec![("POLL".into(), 0)],
-        };
-        pm_qos_finding(f, chunks, &idle, &[])
+        pm_qos_finding(f, chunks, &context(Some(0.1)))
+    }
+
+    fn context(other_load_cpus: Option<f64>) -> Seen {
+        Seen {
+            idle: Cpuidle {
+                driver: Some("haltpoll".into()),
+                governor: None,
+                states: vec![("POLL".into(), 0)],
+            },
+            others: Vec::new(),
+            other_load_cpus,
+            cpus: 2,
+        }
     }
 
     #[test]
@@ -329,5 +358,14 @@ mod tests {
         );
         let one_side = finding_of(&same[..1]);
         assert_eq!(one_side.details["skipped"], true);
+        // No difference while other load held the CPUs: not judged ok.
+        let f = crate::report::check::finding("pm_qos_latency", "t", "x", HEALTHY, "m".into());
+        let busy = pm_qos_finding(f, &same, &context(Some(1.6)));
+        assert_eq!(busy.verdict, Verdict::Notable);
+        assert!(
+            busy.explanation.contains("1.6 of 2 CPUs busy"),
+            "{}",
+            busy.explanation
+        );
     }
 }
