@@ -11,9 +11,10 @@ use serde_json::Value;
 
 /// The documented finding ids, in report order (spelled out here rather than taken from
 /// the library, so the test holds the JSON to the documentation).
-const IDS: [&str; 11] = [
+const IDS: [&str; 12] = [
     "wakeup_latency_other",
     "wakeup_latency_fifo",
+    "pm_qos_latency",
     "switch_cost_same_cpu",
     "traced_wakeup_latency",
     "switch_cost_cross_cpu",
@@ -176,6 +177,20 @@ fn documented_verdict(f: &Value) -> &'static str {
             band(v("p99_ns") / 1e3, 200.0, 2000.0),
             band(v("max_ns") / 1e3, 2000.0, 50_000.0),
         ),
+        // Another process' request makes it notable; so does a ratio of 1.3x either way,
+        // and no difference while other load kept all but half a CPU busy.
+        "pm_qos_latency" => {
+            let ratio = v("latency_ratio");
+            let cpus = v("cpus");
+            let busy = d["chunks_other_load_cpus"]
+                .as_f64()
+                .is_some_and(|l| l >= (cpus - 0.5).max(0.5));
+            if !d["foreign_target_us"].is_null() || ratio >= 1.3 || ratio <= 1.0 / 1.3 || busy {
+                "notable"
+            } else {
+                "ok"
+            }
+        }
         "switch_cost_same_cpu" => band(v("us_per_op"), 10.0, 30.0),
         "switch_cost_cross_cpu" => band(v("us_per_op"), 30.0, 200.0),
         "traced_wakeup_latency" => band(

@@ -512,7 +512,11 @@ pub(super) fn knobs_finding(mut f: Finding, sys: &SystemKnobs) -> Finding {
         .filter(|k| {
             !matches!(
                 k.name.as_str(),
-                "sys.rt_runtime_us" | "sys.rt_period_us" | "sys.rr_timeslice_ms" | "sys.autogroup"
+                "sys.rt_runtime_us"
+                    | "sys.rt_period_us"
+                    | "sys.rr_timeslice_ms"
+                    | "sys.autogroup"
+                    | "sys.cpu_dma_latency"
             )
         })
         .find(|k| !k.writable)

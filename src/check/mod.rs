@@ -7,6 +7,7 @@ mod findings;
 mod measure;
 mod noise;
 mod plots;
+pub mod pmqos;
 mod progress;
 mod traced;
 pub mod verdict;
@@ -39,7 +40,7 @@ pub use plots::{histogram_curve, write_plots};
 const FIFO_PRIORITY: u32 = 80;
 
 /// How many lines the progress counts to: one per step below.
-const STEPS: usize = 10;
+const STEPS: usize = 11;
 
 /// How `schedlab check` runs.
 #[derive(Clone, Debug)]
@@ -72,15 +73,18 @@ struct Budget {
     rt: Duration,
     spin_total: Duration,
     spin_rounds: usize,
+    /// The PM QoS finding: chunks of `pm_qos` each, A B A B.
+    pm_qos: Duration,
+    pm_qos_chunks: usize,
 }
 
 impl Budget {
-    /// Worst case quick: 2 + 1.5 + 3 x 0.8 + 2.5 + 2 + 0.5 = 10.9 s of experiments plus
+    /// Worst case quick: 2 + 1 + 1.5 + 3 x 0.8 + 2.5 + 2 + 0.5 = 11.9 s of experiments plus
     /// ~0.1-0.3 s of start-up per preset run (measured: 10-11 s idle, 11-14 s under other
-    /// load). Default: 16 + 6 + 3 x 3 (up to 4 x 3) + 8 + 5 + 2 = 46-49 s (the switch
-    /// budget runs three times: one CPU, traced, across CPUs). The ladder gets
-    /// the most time a budget allows: its error shrinks with the run (2.5 s: 2-3.5 %,
-    /// 6 s: ~2 % on the dev VM).
+    /// load, before the PM QoS step's second). Default: 16 + 4 + 6 + 3 x 3 (up to
+    /// 4 x 3) + 8 + 5 + 2 = 50-53 s (the switch budget runs three times: one CPU,
+    /// traced, across CPUs). The ladder gets the most time a budget allows: its error
+    /// shrinks with the run (2.5 s: 2-3.5 %, 6 s: ~2 % on the dev VM).
     fn new(quick: bool) -> Budget {
         let s = Duration::from_secs_f64;
         if quick {
@@ -92,6 +96,8 @@ impl Budget {
                 rt: s(2.0),
                 spin_total: s(0.5),
                 spin_rounds: 3,
+                pm_qos: s(0.25),
+                pm_qos_chunks: 4,
             }
         } else {
             Budget {
@@ -102,6 +108,8 @@ impl Budget {
                 rt: s(5.0),
                 spin_total: s(2.0),
                 spin_rounds: 5,
+                pm_qos: s(0.5),
+                pm_qos_chunks: 8,
             }
         }
     }
@@ -119,6 +127,7 @@ pub fn check(exe: &Path, opts: &CheckOptions, sys: &mut SystemKnobs) -> Result<C
     let mut c = Checker::new(exe, opts, sys);
     c.wakeup_latency(None);
     c.wakeup_latency(Some(FIFO_PRIORITY));
+    c.pm_qos_latency();
     let same_us = c.switch_cost_same_cpu();
     c.traced_wakeup();
     c.switch_cost_cross_cpu(same_us);
@@ -223,6 +232,38 @@ impl<'a> Checker<'a> {
                 }
                 Err(e) => f.skipped(Verdict::Problem, format!("could not measure: {e:#}")),
             }
+        });
+    }
+
+    /// Step 2b: FIFO timer wake-ups with and without /dev/cpu_dma_latency held at 0.
+    fn pm_qos_latency(&mut self) {
+        self.progress
+            .next("timer wakeup latency with and without PM QoS");
+        let f = finding(
+            "pm_qos_latency",
+            "FIFO wakeup, PM QoS 0 vs none",
+            "x",
+            pmqos::HEALTHY,
+            format!(
+                "cyclictest -m -p80 -i1000 -t1 without (--laptop) and with /dev/cpu_dma_latency held at 0 (cyclictest's default), as in the FIFO wakeup finding, in {} alternating chunks of {:.2} s (without first); each side's avg is the median of its chunks' averages, p99 over all its wakeups; value = avg without / avg with",
+                self.budget.pm_qos_chunks,
+                self.budget.pm_qos.as_secs_f64()
+            ),
+        );
+        self.measured(f, |c, f| {
+            let w = LoadWindow::start();
+            let chunks = match pmqos::measure(c.budget.pm_qos_chunks, c.budget.pm_qos, &c.opts.stop)
+            {
+                Ok(chunks) => chunks,
+                Err(e) => return f.skipped(Verdict::Notable, format!("not measured: {e:#}")),
+            };
+            let ctx = pmqos::Seen {
+                idle: pmqos::Cpuidle::read(),
+                others: crate::knob::sys::pmqos::other_holders(),
+                other_load_cpus: w.other_load(),
+                cpus: c.online.len(),
+            };
+            pmqos::pm_qos_finding(f, &chunks, &ctx)
         });
     }
 

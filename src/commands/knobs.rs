@@ -32,6 +32,10 @@ pub fn knobs(json: bool, mount_debugfs: bool) -> Result<()> {
         if k.writable {
             writeln!(out, "  {:<32} allowed: {}", "", k.allowed)?;
         }
+        let knob = sys::SysKnob::parse(k.name.trim_start_matches("sys.")).ok();
+        if let Some(note) = knob.as_ref().and_then(sys::SysKnob::note) {
+            writeln!(out, "  {:<32} note: {note}", "")?;
+        }
     }
     if let Some((_, source)) = sys::read_features(&system.probe) {
         writeln!(out, "  (features: {source})")?;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::pmqos;
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
 use crate::error::{Invalid, KnobError};
 use crate::knob::features::{self, ORDER_6_12, ORDER_6_12_KERNELS};
@@ -33,12 +34,17 @@ pub enum SysKnob {
     Feature(String),
     Tunable(&'static str),
     Preempt,
-    FairServer { cpu: usize, field: &'static str },
+    FairServer {
+        cpu: usize,
+        field: &'static str,
+    },
     SchedExt,
+    /// A PM QoS CPU latency request (/dev/cpu_dma_latency), held, not written.
+    CpuDmaLatency,
 }
 
 /// Every `sys.` name, for error messages.
-pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period, sched_ext";
+pub const NAMES: &str = "rt_runtime_us, rt_period_us, rr_timeslice_ms, autogroup, feature.NAME, base_slice_ns, migration_cost_ns, nr_migrate, preempt, fair_server.cpuN.runtime, fair_server.cpuN.period, sched_ext, cpu_dma_latency";
 
 impl SysKnob {
     pub fn parse(name: &str) -> Result<SysKnob, Invalid> {
@@ -54,6 +60,7 @@ impl SysKnob {
             "autogroup" | "autogroup_enabled" => SysKnob::Autogroup,
             "preempt" => SysKnob::Preempt,
             "sched_ext" => SysKnob::SchedExt,
+            "cpu_dma_latency" => SysKnob::CpuDmaLatency,
             _ => {
                 if let Some(f) = name.strip_prefix("feature.") {
                     if f.is_empty()
@@ -95,6 +102,7 @@ impl SysKnob {
             SysKnob::Preempt => "sys.preempt".into(),
             SysKnob::FairServer { cpu, field } => format!("sys.fair_server.cpu{cpu}.{field}"),
             SysKnob::SchedExt => "sys.sched_ext".into(),
+            SysKnob::CpuDmaLatency => "sys.cpu_dma_latency".into(),
         }
     }
 
@@ -114,6 +122,7 @@ impl SysKnob {
                 .as_ref()
                 .map(|d| d.join("fair_server").join(format!("cpu{cpu}")).join(field)),
             SysKnob::SchedExt => Some(PathBuf::from(SCX_STATE)),
+            SysKnob::CpuDmaLatency => Some(PathBuf::from(pmqos::DEVICE)),
         }
     }
 
@@ -125,6 +134,7 @@ impl SysKnob {
                 | SysKnob::RrTimeslice
                 | SysKnob::Autogroup
                 | SysKnob::SchedExt
+                | SysKnob::CpuDmaLatency
         )
     }
 
@@ -135,6 +145,16 @@ impl SysKnob {
             self.name(),
             self.allowed()
         ))
+    }
+
+    /// What a user should know beyond the allowed values (`schedlab knobs` prints it).
+    pub fn note(&self) -> Option<&'static str> {
+        match self {
+            SysKnob::CpuDmaLatency => Some(
+                "not journaled: schedlab holds /dev/cpu_dma_latency open while it runs, and closing it (also when schedlab is killed) drops the request; the value is the machine's current target, the smallest request of any process",
+            ),
+            _ => None,
+        }
     }
 
     /// Which values are allowed, in words.
@@ -150,6 +170,10 @@ impl SysKnob {
             SysKnob::Preempt => "none, voluntary, full, lazy (what the kernel offers)".into(),
             SysKnob::FairServer { field, .. } => format!("{field} in ns (runtime <= period)"),
             SysKnob::SchedExt => "off, or an scx scheduler program (a path, or a name on PATH like scx_simple) that schedlab runs until it exits".into(),
+            SysKnob::CpuDmaLatency => format!(
+                "0..{} us (held while schedlab runs), or off/default (drops the request)",
+                pmqos::DEFAULT_US
+            ),
         }
     }
 }
@@ -211,6 +235,17 @@ pub fn get(knob: &SysKnob, probe: &Probe) -> Result<String, KnobError> {
             scx.value()
                 .ok_or_else(|| KnobError::Refused(scx.unavailable().unwrap_or_default()))
         }
+        SysKnob::CpuDmaLatency => {
+            let path = Path::new(pmqos::DEVICE);
+            pmqos::read_target(path)
+                .map(|us| us.to_string())
+                .map_err(|e| match e.raw_os_error() {
+                    Some(libc::EACCES) => {
+                        KnobError::Refused(format!("not root ({} is mode 0600)", pmqos::DEVICE))
+                    }
+                    _ => read_error(path, e),
+                })
+        }
         _ => {
             let path = knob.path(probe).ok_or_else(missing)?;
             std::fs::read_to_string(&path)
@@ -266,6 +301,7 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
     ];
     knobs.extend(TUNABLES.iter().map(|(n, _)| SysKnob::Tunable(n)));
     knobs.push(SysKnob::Preempt);
+    knobs.push(SysKnob::CpuDmaLatency);
     for cpu in crate::system::online_cpus().iter() {
         knobs.push(SysKnob::FairServer {
             cpu,
@@ -342,6 +378,9 @@ fn help(k: &SysKnob) -> String {
         SysKnob::FairServer { .. } => "time reserved for fair tasks under RT load (6.12+)".into(),
         SysKnob::SchedExt => {
             "the scheduler class: a sched_ext BPF scheduler, or off (6.12+)".into()
+        }
+        SysKnob::CpuDmaLatency => {
+            "PM QoS CPU latency limit: cpuidle uses no idle state slower to leave than this".into()
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and features. Every write is journaled first.
 
 mod catalogue;
+pub mod pmqos;
 mod probe;
 mod set;
 mod value;
@@ -28,6 +29,8 @@ pub struct SystemKnobs {
     /// Changes to tasks schedlab did not start stay after it exits (`--keep`): they are
     /// not journaled.
     pub keep_foreign: bool,
+    /// The held `sys.cpu_dma_latency` request: dropped by `restore` and when dropped.
+    pub pm_qos: pmqos::Hold,
 }
 
 impl SystemKnobs {
@@ -37,6 +40,7 @@ impl SystemKnobs {
             probe: Probe::detect(),
             allow_unthrottled_rt: false,
             keep_foreign: false,
+            pm_qos: pmqos::Hold::default(),
         }
     }
 
@@ -54,11 +58,14 @@ impl SystemKnobs {
             probe: &self.probe,
             rt_tasks_running: rt_running,
             allow_unthrottled_rt: self.allow_unthrottled_rt,
+            pm_qos: &mut self.pm_qos,
         };
         set(setting, &mut ctx)
     }
 
     pub fn restore(&mut self) -> Vec<Restored> {
+        // The PM QoS request has no old value to put back: closing it is the undo.
+        self.pm_qos.release();
         self.journal.restore()
     }
 
@@ -86,6 +93,7 @@ mod tests {
             "preempt",
             "fair_server.cpu1.runtime",
             "sched_ext",
+            "cpu_dma_latency",
         ] {
             let k = SysKnob::parse(name).expect(name);
             assert_eq!(k.name(), format!("sys.{name}"));
@@ -97,6 +105,12 @@ mod tests {
             .0
             .contains("upper-case"));
         assert!(SysKnob::parse("fair_server.cpuX.runtime").is_err());
+        assert!(err.contains("cpu_dma_latency"), "{err}");
+        // A held request, not a file written: no journal, and a note that says so.
+        assert!(SysKnob::CpuDmaLatency
+            .note()
+            .is_some_and(|n| n.starts_with("not journaled")));
+        assert_eq!(SysKnob::RtRuntime.note(), None);
     }
 
     #[test]
@@ -141,16 +155,22 @@ mod tests {
             why_not_writable(&SysKnob::RtRuntime, &probe).is_none(),
             sysctl
         );
+        let user = Probe {
+            root: false,
+            ..probe.clone()
+        };
         assert_eq!(
-            why_not_writable(
-                &SysKnob::RtRuntime,
-                &Probe {
-                    root: false,
-                    ..probe.clone()
-                }
-            )
-            .as_deref(),
+            why_not_writable(&SysKnob::RtRuntime, &user).as_deref(),
             Some("not root")
+        );
+        // The PM QoS device is not debugfs: root and the device are all it needs.
+        assert_eq!(
+            why_not_writable(&SysKnob::CpuDmaLatency, &user).as_deref(),
+            Some("not root")
+        );
+        assert_eq!(
+            why_not_writable(&SysKnob::CpuDmaLatency, &probe).is_none(),
+            Path::new("/dev/cpu_dma_latency").exists()
         );
     }
 

@@ -6,6 +6,7 @@ use std::path::Path;
 use nix::errno::Errno;
 
 use super::catalogue::{current_choice, get, read_error, read_features, why_not_writable, SysKnob};
+use super::pmqos::Hold;
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
 use super::value::{SysSetting, SysValue};
 use crate::error::{Invalid, KnobError};
@@ -23,6 +24,8 @@ pub struct SetContext<'a> {
     pub rt_tasks_running: bool,
     /// The user insisted on sched_rt_runtime_us=-1 anyway.
     pub allow_unthrottled_rt: bool,
+    /// The PM QoS request `sys.cpu_dma_latency` holds (an open file, not journaled).
+    pub pm_qos: &'a mut Hold,
 }
 
 /// The setting's number, if it fits `min..=max` as the machine is now (its own range
@@ -162,6 +165,7 @@ pub fn set(setting: &SysSetting, ctx: &mut SetContext) -> Result<String, KnobErr
             };
             return scx::switch(ctx.journal, program, Path::new("/"), scx::ENABLE_WAIT);
         }
+        (SysKnob::CpuDmaLatency, value) => hold_latency(ctx, setting, &path, value)?,
         (_, value) => {
             let text = match value {
                 SysValue::Int(v) => v.to_string(),
@@ -211,6 +215,28 @@ fn set_feature(
         .map_err(|e| journal_error(knob, e))?;
     let text = word(on);
     write_file(path, &text).map_err(|e| write_error(knob, path, &text, e))
+}
+
+/// The PM QoS request: held open rather than written and journaled (closing the file
+/// is what drops it); `Default` closes it.
+fn hold_latency(
+    ctx: &mut SetContext,
+    setting: &SysSetting,
+    path: &Path,
+    value: &SysValue,
+) -> Result<(), KnobError> {
+    let not_allowed = || KnobError::from(setting.knob().not_allowed(setting.text()));
+    let us = match value {
+        SysValue::Default => {
+            ctx.pm_qos.release();
+            return Ok(());
+        }
+        SysValue::Int(v) => i32::try_from(*v).map_err(|_| not_allowed())?,
+        _ => return Err(not_allowed()),
+    };
+    ctx.pm_qos
+        .set(us)
+        .map_err(|e| write_error(setting.knob(), path, setting.text(), e))
 }
 
 /// The preemption model: one of the words the file offers, the current one in parens.

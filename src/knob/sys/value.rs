@@ -73,6 +73,8 @@ impl SysSetting {
                 })?;
                 Some(SysValue::Program(program))
             }
+            SysKnob::CpuDmaLatency if matches!(text, "off" | "default") => Some(SysValue::Default),
+            SysKnob::CpuDmaLatency => int_in(text, 0, super::pmqos::DEFAULT_US.into()),
         };
         match value {
             Some(value) => Ok(SysSetting {
@@ -146,6 +148,21 @@ mod tests {
         assert!(parse(fair.clone(), "-1").is_err());
         let s = SysSetting::parse(fair.clone(), "50000000").expect("fair server");
         assert_eq!((s.knob(), s.text()), (&fair, "50000000"));
+        let qos = SysKnob::CpuDmaLatency;
+        assert_eq!(parse(qos.clone(), "0"), Ok(SysValue::Int(0)));
+        assert_eq!(parse(qos.clone(), "off"), Ok(SysValue::Default));
+        assert_eq!(parse(qos.clone(), "default"), Ok(SysValue::Default));
+        assert_eq!(
+            parse(qos.clone(), "2000000000"),
+            Ok(SysValue::Int(2_000_000_000))
+        );
+        for bad in ["-1", "2000000001", "0x10", "10us", ""] {
+            assert_eq!(
+                parse(qos.clone(), bad),
+                Err(format!("sys.cpu_dma_latency={bad}: allowed 0..2000000000 us (held while schedlab runs), or off/default (drops the request)")),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

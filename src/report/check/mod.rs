@@ -46,9 +46,10 @@ impl fmt::Display for Verdict {
 pub const OTHER_LOAD_NOTE: f64 = 0.2;
 
 /// Every finding's id, in report order. The JSON always has all of them.
-pub const IDS: [&str; 11] = [
+pub const IDS: [&str; 12] = [
     "wakeup_latency_other",
     "wakeup_latency_fifo",
+    "pm_qos_latency",
     "switch_cost_same_cpu",
     "traced_wakeup_latency",
     "switch_cost_cross_cpu",

@@ -144,6 +144,6 @@ mod tests {
             assert_eq!(line.find(id), lines[1].find("FINDING"), "{line}");
         }
         assert!(text.contains("took 11.2 s (budget 15 s)"), "{text}");
-        assert!(text.contains("11 ok, 0 notable, 0 problem"), "{text}");
+        assert!(text.contains("12 ok, 0 notable, 0 problem"), "{text}");
     }
 }
