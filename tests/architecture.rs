@@ -35,102 +35,137 @@ fn blank_non_code(text: &str) -> String {
     let s: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
-    let keep_lines = |c: char| if c == '\n' { '\n' } else { ' ' };
     while i < s.len() {
         let c = s[i];
         let next = s.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < s.len() && s[i] != '\n' {
-                out.push(' ');
-                i += 1;
-            }
+        i = if c == '/' && next == Some('/') {
+            blank_line_comment(&s, i, &mut out)
         } else if c == '/' && next == Some('*') {
-            // Block comments nest in Rust.
-            let mut depth = 0;
-            while i < s.len() {
-                if s[i] == '/' && s.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(keep_lines(s[i]));
-                    i += 1;
-                }
-            }
+            blank_block_comment(&s, i, &mut out)
         } else if c == 'r'
             && (next == Some('"') || next == Some('#'))
             && !s[..i]
                 .last()
                 .is_some_and(|p| p.is_alphanumeric() || *p == '_')
         {
-            // A raw string: r"..." or r#"..."#, ended by a quote and as many hashes.
-            let mut j = i + 1;
-            while s.get(j) == Some(&'#') {
-                j += 1;
-            }
-            if s.get(j) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            let hashes = j - i - 1;
-            let mut k = j + 1;
-            while k < s.len() && !(s[k] == '"' && (1..=hashes).all(|h| s.get(k + h) == Some(&'#')))
-            {
-                k += 1;
-            }
-            let end = (k + 1 + hashes).min(s.len());
-            out.extend(s[i..end].iter().map(|&c| keep_lines(c)));
-            i = end;
+            blank_raw_string(&s, i, &mut out)
         } else if c == '"' {
-            out.push(' ');
-            i += 1;
-            while i < s.len() && s[i] != '"' {
-                if s[i] == '\\' {
-                    out.push(' ');
-                    i += 1;
-                }
-                if i < s.len() {
-                    out.push(keep_lines(s[i]));
-                    i += 1;
-                }
-            }
-            out.push(' ');
-            i += 1;
+            blank_string(&s, i, &mut out)
         } else if c == '\'' {
-            // A char literal ('x', '\n', '\u{..}'), or a lifetime ('a), which stays.
-            let end = if next == Some('\\') {
-                s.get(i + 3..)
-                    .and_then(|t| t.iter().position(|&c| c == '\''))
-                    .map(|p| i + 3 + p)
-            } else if s.get(i + 2) == Some(&'\'') {
-                Some(i + 2)
-            } else {
-                None
-            };
-            match end {
-                Some(e) => {
-                    out.push_str(&" ".repeat(e + 1 - i));
-                    i = e + 1;
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
+            blank_char_literal(&s, i, &mut out)
         } else {
             out.push(c);
+            i + 1
+        };
+    }
+    out
+}
+
+/// A blank for `c`: a space, but a line break stays one.
+fn keep_lines(c: char) -> char {
+    if c == '\n' {
+        '\n'
+    } else {
+        ' '
+    }
+}
+
+/// Blanks the `//` comment at `s[i]` up to its line break: where the scan goes on.
+fn blank_line_comment(s: &[char], mut i: usize, out: &mut String) -> usize {
+    while i < s.len() && s[i] != '\n' {
+        out.push(' ');
+        i += 1;
+    }
+    i
+}
+
+/// Blanks the `/* */` comment at `s[i]`: where the scan goes on.
+fn blank_block_comment(s: &[char], mut i: usize, out: &mut String) -> usize {
+    // Block comments nest in Rust.
+    let mut depth = 0;
+    while i < s.len() {
+        if s[i] == '/' && s.get(i + 1) == Some(&'*') {
+            depth += 1;
+            out.push_str("  ");
+            i += 2;
+        } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
+            depth -= 1;
+            out.push_str("  ");
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            out.push(keep_lines(s[i]));
             i += 1;
         }
     }
-    out
+    i
+}
+
+/// Blanks the raw string at `s[i]` (an `r` that is no raw string stays): where the scan
+/// goes on.
+fn blank_raw_string(s: &[char], i: usize, out: &mut String) -> usize {
+    // A raw string: r"..." or r#"..."#, ended by a quote and as many hashes.
+    let mut j = i + 1;
+    while s.get(j) == Some(&'#') {
+        j += 1;
+    }
+    if s.get(j) != Some(&'"') {
+        out.push(s[i]);
+        return i + 1;
+    }
+    let hashes = j - i - 1;
+    let mut k = j + 1;
+    while k < s.len() && !(s[k] == '"' && (1..=hashes).all(|h| s.get(k + h) == Some(&'#'))) {
+        k += 1;
+    }
+    let end = (k + 1 + hashes).min(s.len());
+    out.extend(s[i..end].iter().map(|&c| keep_lines(c)));
+    end
+}
+
+/// Blanks the string literal at `s[i]`: where the scan goes on.
+fn blank_string(s: &[char], mut i: usize, out: &mut String) -> usize {
+    out.push(' ');
+    i += 1;
+    while i < s.len() && s[i] != '"' {
+        if s[i] == '\\' {
+            out.push(' ');
+            i += 1;
+        }
+        if i < s.len() {
+            out.push(keep_lines(s[i]));
+            i += 1;
+        }
+    }
+    out.push(' ');
+    i + 1
+}
+
+/// Blanks the char literal at `s[i]` ('x', '\n', '\u{..}'); a lifetime ('a) stays:
+/// where the scan goes on.
+fn blank_char_literal(s: &[char], i: usize, out: &mut String) -> usize {
+    let next = s.get(i + 1).copied();
+    let end = if next == Some('\\') {
+        s.get(i + 3..)
+            .and_then(|t| t.iter().position(|&c| c == '\''))
+            .map(|p| i + 3 + p)
+    } else if s.get(i + 2) == Some(&'\'') {
+        Some(i + 2)
+    } else {
+        None
+    };
+    match end {
+        Some(e) => {
+            out.push_str(&" ".repeat(e + 1 - i));
+            e + 1
+        }
+        None => {
+            out.push(s[i]);
+            i + 1
+        }
+    }
 }
 
 /// `code` (already blanked) with every `#[cfg(test)]` item turned into spaces, and the

@@ -166,6 +166,17 @@ fn batch_pipeline_is_not_wakeup_preempted() {
 #[test]
 fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     let _guard = common::serial();
+    assert_rt_throttle_applies_fifo_and_the_spinner_owns_cpu0();
+    assert_nice_ladder_applies_the_ladder_and_nice_decides_the_split();
+    assert_yield_latency_applies_its_knobs_and_reports_latencies();
+    let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
+    assert_eq!(task(&r, "producer")["cpus"], "0");
+    assert_eq!(task(&r, "consumer")["cpus"], "1");
+    assert_eq!(r["metrics"]["throughput_unit"], "loops/s");
+    assert_parallel_build_runs_its_stages_to_the_end();
+}
+
+fn assert_rt_throttle_applies_fifo_and_the_spinner_owns_cpu0() {
     let r = run_json(&["rt-throttle", "--duration", "1.2s"]);
     let fifo = task(&r, "fifo");
     assert_eq!(
@@ -203,7 +214,9 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
         "the spinner owns CPU 0 but for the throttled 5 %: {fifo_share:.4} not in {low:.3}..={high:.3} (T {t:.3} s, steal {steal:.3})"
     );
     assert_eq!(r["metrics"]["headline"]["kind"], "share");
+}
 
+fn assert_nice_ladder_applies_the_ladder_and_nice_decides_the_split() {
     let r = run_json(&[
         "nice-ladder",
         "--duration",
@@ -236,7 +249,9 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     assert!(high > 4.0 * low, "weights decide: {shares:?}");
     let error = r["metrics"]["fairness_error"].as_f64().expect("error");
     assert!((0.0..=1.0).contains(&error), "{error}");
+}
 
+fn assert_yield_latency_applies_its_knobs_and_reports_latencies() {
     let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");
     assert_eq!(task(&r, "hog-1")["nice"], 10);
@@ -250,12 +265,9 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
         lat["min_ns"].as_u64() <= lat["p50_ns"].as_u64()
             && lat["p50_ns"].as_u64() <= lat["max_ns"].as_u64()
     );
+}
 
-    let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
-    assert_eq!(task(&r, "producer")["cpus"], "0");
-    assert_eq!(task(&r, "consumer")["cpus"], "1");
-    assert_eq!(r["metrics"]["throughput_unit"], "loops/s");
-
+fn assert_parallel_build_runs_its_stages_to_the_end() {
     let r = run_json(&[
         "parallel-build",
         "--duration",
@@ -471,21 +483,7 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .expect("chmod");
-    let as_nobody = |extra: &[&str]| {
-        Command::new(setpriv)
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(common::exe())
-            .args(["run", "rt-throttle", "--duration", "1s", "--json", "-"])
-            .args(extra)
-            .env("HOME", home.path())
-            .env("TMPDIR", home.path())
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("SCHEDLAB_JOURNAL")
-            .env_remove("SCHEDLAB_STATE_DIR")
-            .output()
-            .expect("run as nobody")
-    };
-    let out = as_nobody(&[]);
+    let out = rt_throttle_as_nobody(setpriv, home.path(), &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // FIFO and nice -20 define this experiment: without them the numbers are printed,
     // marked, and the exit code says the result is not the experiment.
@@ -500,6 +498,40 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
     );
     let fifo = task(&r, "fifo");
     assert_eq!(fifo["policy"], "other", "an ordinary user cannot make FIFO");
+    assert_two_other_threads_split_cpu0_evenly(&r);
+    assert_the_refusals_are_said_once(&r, &stderr);
+    let out = rt_throttle_as_nobody(setpriv, home.path(), &["--allow-partial"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(r["partial"], true, "still marked");
+}
+
+/// A 1 s rt-throttle run as `nobody` (through `setpriv`, with `home` as its home), with
+/// `extra` arguments.
+fn rt_throttle_as_nobody(
+    setpriv: &std::path::Path,
+    home: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::exe())
+        .args(["run", "rt-throttle", "--duration", "1s", "--json", "-"])
+        .args(extra)
+        .env("HOME", home)
+        .env("TMPDIR", home)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("SCHEDLAB_JOURNAL")
+        .env_remove("SCHEDLAB_STATE_DIR")
+        .output()
+        .expect("run as nobody")
+}
+
+fn assert_two_other_threads_split_cpu0_evenly(r: &Value) {
     // Two SCHED_OTHER nice-0 threads pinned to CPU 0, both always runnable: CPU 0 is
     // never idle (one 10 ms /proc/stat tick over the run at most, plus its edges) and
     // the two split what other programs leave (0.5 each on an idle machine, 0.12 each
@@ -507,8 +539,8 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
     // a base slice (1.4 ms) plus a tick (4 ms), and each end of the run can miss a tick
     // of run time: the difference stays within 2 * (5.4 + 4) ms over T seconds.
     let (a, b) = (
-        task(&r, "fifo")["cpu_share"].as_f64().expect("share"),
-        task(&r, "fair")["cpu_share"].as_f64().expect("share"),
+        task(r, "fifo")["cpu_share"].as_f64().expect("share"),
+        task(r, "fair")["cpu_share"].as_f64().expect("share"),
     );
     let t = r["summary_s"].as_f64().expect("summary_s");
     assert!(
@@ -516,11 +548,15 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
         "fifo {a:.4} and fair {b:.4} split CPU 0 evenly (T {t:.3} s)"
     );
     assert!(a > 0.0 && b > 0.0, "both ran: {a} {b}");
-    let cpu0 = cpu(&r, 0);
+    let cpu0 = cpu(r, 0);
     assert!(
         cpu0["idle_share"].as_f64().expect("idle_share") <= 0.02,
         "two spinners keep CPU 0 busy: {cpu0}"
     );
+}
+
+/// The report and the terminal say what was refused and why, each refusal once.
+fn assert_the_refusals_are_said_once(r: &Value, stderr: &str) {
     let warnings = r["warnings"].to_string();
     assert!(
         warnings.contains("fifo") && warnings.contains("root"),
@@ -532,12 +568,4 @@ fn without_root_a_preset_says_what_it_cannot_do_and_runs_the_rest() {
     );
     // Each refusal once on the terminal: the nice -20 refusal is one line, not two.
     assert_eq!(stderr.matches("nice -20").count(), 1, "{stderr}");
-    let out = as_nobody(&["--allow-partial"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    assert_eq!(r["partial"], true, "still marked");
 }

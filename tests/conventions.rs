@@ -204,60 +204,10 @@ fn every_json_document_has_the_header_and_validates_against_its_schema() {
         &["pipe-wakeup", "--duration", "1s", "--trace", "--json", "-"],
     );
     assert_eq!(run["metrics"]["throughput_unit"], "bytes/s");
-    let traced: Vec<&Value> = run["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .filter_map(|t| t.get("sched"))
-        .collect();
-    // Tracing can be refused (no tracefs): then there is nothing to add up, and the
-    // warning says so.
-    if traced.is_empty() {
-        let warnings = run["warnings"].to_string();
-        assert!(
-            warnings.contains("tracing"),
-            "no sched objects and no reason: {warnings}"
-        );
-    }
-    for s in traced {
-        assert_eq!(
-            histogram_total(&s["wakeup_latency_histogram"]),
-            s["wakeup_latency"]["count"].as_u64().expect("count"),
-            "{s}"
-        );
-        assert_eq!(
-            histogram_total(&s["runq_delay_histogram"]),
-            s["runq_delay"]["count"].as_u64().expect("count")
-        );
-    }
+    assert_sched_histograms_add_up(&run);
 
     let run = document("run", &["yield-latency", "--duration", "1s", "--json", "-"]);
-    let lat = &run["metrics"]["latency"];
-    assert_eq!(
-        histogram_total(&lat["histogram"]),
-        lat["count"].as_u64().expect("count"),
-        "{lat}"
-    );
-    // The latency over the run: every interval's count adds up to the whole run's.
-    let intervals = lat["intervals"].as_array().expect("intervals");
-    assert!(!intervals.is_empty(), "{lat}");
-    // The first sample, at 0 s, holds what the workers timed before it.
-    let mut last_t = -1.0;
-    for i in intervals {
-        let t = i["t_s"].as_f64().expect("t_s");
-        let (p50, p99, max) = (
-            i["p50_ns"].as_u64(),
-            i["p99_ns"].as_u64(),
-            i["max_ns"].as_u64(),
-        );
-        assert!(t > last_t && p50 <= p99 && p99 <= max, "{i}");
-        last_t = t;
-    }
-    let counted: u64 = intervals
-        .iter()
-        .map(|i| i["count"].as_u64().expect("count"))
-        .sum();
-    assert_eq!(counted, lat["count"].as_u64().expect("count"));
+    assert_latency_histogram_and_intervals_add_up(&run["metrics"]["latency"]);
 
     let sweep = document(
         "sweep",
@@ -295,6 +245,66 @@ fn every_json_document_has_the_header_and_validates_against_its_schema() {
     // check's document: in tests/check.rs, which runs `check --quick --json` anyway.
 }
 
+/// A traced run's `sched` objects: each histogram holds its percentiles' count.
+fn assert_sched_histograms_add_up(run: &Value) {
+    let traced: Vec<&Value> = run["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t.get("sched"))
+        .collect();
+    // Tracing can be refused (no tracefs): then there is nothing to add up, and the
+    // warning says so.
+    if traced.is_empty() {
+        let warnings = run["warnings"].to_string();
+        assert!(
+            warnings.contains("tracing"),
+            "no sched objects and no reason: {warnings}"
+        );
+    }
+    for s in traced {
+        assert_eq!(
+            histogram_total(&s["wakeup_latency_histogram"]),
+            s["wakeup_latency"]["count"].as_u64().expect("count"),
+            "{s}"
+        );
+        assert_eq!(
+            histogram_total(&s["runq_delay_histogram"]),
+            s["runq_delay"]["count"].as_u64().expect("count")
+        );
+    }
+}
+
+/// yield-latency's `metrics.latency`: the histogram and the intervals add up to its
+/// count, the intervals in time order.
+fn assert_latency_histogram_and_intervals_add_up(lat: &Value) {
+    assert_eq!(
+        histogram_total(&lat["histogram"]),
+        lat["count"].as_u64().expect("count"),
+        "{lat}"
+    );
+    // The latency over the run: every interval's count adds up to the whole run's.
+    let intervals = lat["intervals"].as_array().expect("intervals");
+    assert!(!intervals.is_empty(), "{lat}");
+    // The first sample, at 0 s, holds what the workers timed before it.
+    let mut last_t = -1.0;
+    for i in intervals {
+        let t = i["t_s"].as_f64().expect("t_s");
+        let (p50, p99, max) = (
+            i["p50_ns"].as_u64(),
+            i["p99_ns"].as_u64(),
+            i["max_ns"].as_u64(),
+        );
+        assert!(t > last_t && p50 <= p99 && p99 <= max, "{i}");
+        last_t = t;
+    }
+    let counted: u64 = intervals
+        .iter()
+        .map(|i| i["count"].as_u64().expect("count"))
+        .sum();
+    assert_eq!(counted, lat["count"].as_u64().expect("count"));
+}
+
 #[test]
 fn the_schema_check_rejects_what_each_keyword_forbids_and_every_schema_uses_only_those() {
     use common::documents::validate;
@@ -315,7 +325,23 @@ fn the_schema_check_rejects_what_each_keyword_forbids_and_every_schema_uses_only
     let good =
         json!({ "n": 1.0, "name": "ok", "kind": "a", "version": 3, "list": [1.5], "either": null });
     assert_eq!(validate(&schema, &good), Vec::<String>::new());
-    for (bad, says) in [
+    for (bad, says) in each_keywords_violation() {
+        let errors = validate(&schema, &bad);
+        assert!(
+            errors.len() == 1 && errors[0].starts_with(says),
+            "{bad}: {errors:?}, expected {says}"
+        );
+    }
+    let unknown = validate(&json!({ "oneOf": [] }), &json!(1));
+    assert_eq!(unknown, [": unsupported schema keyword oneOf"]);
+    assert_every_shipped_schema_uses_known_keywords();
+}
+
+/// For each keyword of the test's schema, a document that breaks it and the start of
+/// the error that says so.
+fn each_keywords_violation() -> [(Value, &'static str); 12] {
+    use serde_json::json;
+    [
         (json!({ "name": "ok" }), ": n is required"),
         (
             json!({ "n": 1, "name": "ok", "extra": 1 }),
@@ -361,24 +387,19 @@ fn the_schema_check_rejects_what_each_keyword_forbids_and_every_schema_uses_only
             json!({ "n": 1, "name": "ok", "either": 1 }),
             "/either: 1 is not of type",
         ),
-    ] {
-        let errors = validate(&schema, &bad);
-        assert!(
-            errors.len() == 1 && errors[0].starts_with(says),
-            "{bad}: {errors:?}, expected {says}"
-        );
-    }
-    let unknown = validate(&json!({ "oneOf": [] }), &json!(1));
-    assert_eq!(unknown, [": unsupported schema keyword oneOf"]);
-    // Every shipped schema is one the check understands (an empty object breaks its
-    // required fields, never its keywords).
+    ]
+}
+
+/// Every shipped schema is one the check understands (an empty object breaks its
+/// required fields, never its keywords).
+fn assert_every_shipped_schema_uses_known_keywords() {
     for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/schema"))
         .expect("schema dir")
     {
         let path = entry.expect("entry").path();
         let schema: Value =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
-        let errors = validate(&schema, &json!({}));
+        let errors = common::documents::validate(&schema, &serde_json::json!({}));
         assert!(
             !errors.is_empty() && errors.iter().all(|e| e.ends_with(" is required")),
             "{}: {errors:?}",

@@ -214,82 +214,17 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
                 .contains("mount -t debugfs"));
         }
         sys.mount_debugfs().expect("mount debugfs");
-        let features =
-            schedlab::knob::sys::read_features(&sys.probe).expect("features readable or decodable");
-        assert!(features.0.iter().any(|(n, _)| n == "WA_IDLE"));
-        let err = sys
-            .set(
-                &typed(SysKnob::Feature("SYNC_WAKEUPS".into()), "off"),
-                false,
-            )
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("removed in 2.6.35") && err.contains("WA_IDLE, WA_WEIGHT, WA_BIAS"),
-            "{err}"
-        );
+        assert_a_removed_feature_names_the_ones_now_there(&mut sys);
         match &sys.probe.debugfs_write {
             Err(why) => {
                 // This machine: kernel lockdown. Every debugfs knob says so, nothing is
-                // written. Each value is one the knob accepts, so only lockdown can refuse
-                // it (a parse error would name the allowed values instead).
+                // written.
                 assert!(why.to_string().contains("lockdown"), "{why}");
-                assert_eq!(
-                    write_errno("/sys/kernel/debug/sched/base_slice_ns"),
-                    Some(libc::EPERM),
-                    "the kernel itself refuses debugfs writes here"
-                );
-                let before = (
-                    sched_debug_value("sysctl_sched_base_slice"),
-                    sched_debug_value("sysctl_sched_features"),
-                );
-                assert!(before.0.is_some() && before.1.is_some(), "{before:?}");
-                for (knob, value) in [
-                    (SysKnob::Feature("WA_IDLE".into()), "off"),
-                    (SysKnob::Tunable("base_slice_ns"), "3000000"),
-                    (SysKnob::Tunable("migration_cost_ns"), "250000"),
-                    (SysKnob::Preempt, "full"),
-                ] {
-                    let err = sys.set(&typed(knob.clone(), value), false).unwrap_err();
-                    assert!(matches!(err, KnobError::Refused(_)), "{err:?}");
-                    let err = err.to_string();
-                    assert!(
-                        err.contains(&knob.name())
-                            && err.contains("lockdown")
-                            && err.contains("EPERM"),
-                        "{err}"
-                    );
-                }
-                // Read back from the kernel: the base slice and the feature bits as they were.
-                assert_eq!(
-                    (
-                        sched_debug_value("sysctl_sched_base_slice"),
-                        sched_debug_value("sysctl_sched_features"),
-                    ),
-                    before
-                );
-                let journal = std::fs::read_to_string(journal_path(&dir)).unwrap_or_default();
-                assert!(
-                    !journal.contains("/sys/kernel/debug/sched"),
-                    "nothing was journaled for a write that never happened: {journal}"
-                );
+                assert_lockdown_refuses_every_debugfs_knob(&mut sys, &dir);
             }
             Ok(()) => {
                 // A machine without lockdown: flip WA_BIAS and check the journal puts it back.
-                let was = schedlab::knob::sys::get(&SysKnob::Feature("WA_BIAS".into()), &sys.probe)
-                    .expect("readable");
-                let flipped = if was == "on" { "off" } else { "on" };
-                assert_eq!(
-                    sys.set(&typed(SysKnob::Feature("WA_BIAS".into()), flipped), false)
-                        .expect("write"),
-                    flipped
-                );
-                sys.restore();
-                assert_eq!(
-                    schedlab::knob::sys::get(&SysKnob::Feature("WA_BIAS".into()), &sys.probe)
-                        .expect("readable"),
-                    was
-                );
+                flip_wa_bias_and_restore_it(&mut sys);
             }
         }
     }
@@ -297,6 +232,84 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
         debugfs_mounted(),
         was_mounted,
         "the journal undid the mount"
+    );
+}
+
+fn assert_a_removed_feature_names_the_ones_now_there(sys: &mut SystemKnobs) {
+    let features =
+        schedlab::knob::sys::read_features(&sys.probe).expect("features readable or decodable");
+    assert!(features.0.iter().any(|(n, _)| n == "WA_IDLE"));
+    let err = sys
+        .set(
+            &typed(SysKnob::Feature("SYNC_WAKEUPS".into()), "off"),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("removed in 2.6.35") && err.contains("WA_IDLE, WA_WEIGHT, WA_BIAS"),
+        "{err}"
+    );
+}
+
+/// Under kernel lockdown: every debugfs knob is refused and says why, and nothing is
+/// written or journaled.
+fn assert_lockdown_refuses_every_debugfs_knob(sys: &mut SystemKnobs, dir: &tempfile::TempDir) {
+    // Each value is one the knob accepts, so only lockdown can refuse it (a parse error
+    // would name the allowed values instead).
+    assert_eq!(
+        write_errno("/sys/kernel/debug/sched/base_slice_ns"),
+        Some(libc::EPERM),
+        "the kernel itself refuses debugfs writes here"
+    );
+    let before = (
+        sched_debug_value("sysctl_sched_base_slice"),
+        sched_debug_value("sysctl_sched_features"),
+    );
+    assert!(before.0.is_some() && before.1.is_some(), "{before:?}");
+    for (knob, value) in [
+        (SysKnob::Feature("WA_IDLE".into()), "off"),
+        (SysKnob::Tunable("base_slice_ns"), "3000000"),
+        (SysKnob::Tunable("migration_cost_ns"), "250000"),
+        (SysKnob::Preempt, "full"),
+    ] {
+        let err = sys.set(&typed(knob.clone(), value), false).unwrap_err();
+        assert!(matches!(err, KnobError::Refused(_)), "{err:?}");
+        let err = err.to_string();
+        assert!(
+            err.contains(&knob.name()) && err.contains("lockdown") && err.contains("EPERM"),
+            "{err}"
+        );
+    }
+    // Read back from the kernel: the base slice and the feature bits as they were.
+    assert_eq!(
+        (
+            sched_debug_value("sysctl_sched_base_slice"),
+            sched_debug_value("sysctl_sched_features"),
+        ),
+        before
+    );
+    let journal = std::fs::read_to_string(journal_path(dir)).unwrap_or_default();
+    assert!(
+        !journal.contains("/sys/kernel/debug/sched"),
+        "nothing was journaled for a write that never happened: {journal}"
+    );
+}
+
+fn flip_wa_bias_and_restore_it(sys: &mut SystemKnobs) {
+    let was = schedlab::knob::sys::get(&SysKnob::Feature("WA_BIAS".into()), &sys.probe)
+        .expect("readable");
+    let flipped = if was == "on" { "off" } else { "on" };
+    assert_eq!(
+        sys.set(&typed(SysKnob::Feature("WA_BIAS".into()), flipped), false)
+            .expect("write"),
+        flipped
+    );
+    sys.restore();
+    assert_eq!(
+        schedlab::knob::sys::get(&SysKnob::Feature("WA_BIAS".into()), &sys.probe)
+            .expect("readable"),
+        was
     );
 }
 
@@ -351,56 +364,8 @@ fn every_per_task_knob_reaches_a_live_task() {
     let Some(_g) = guard() else { return };
     let t = Sleeper::new();
     let tid = t.tid();
-    let cases = [
-        SchedSettings {
-            policy: Policy::Batch,
-            nice: 7,
-            ..Default::default()
-        },
-        SchedSettings {
-            policy: Policy::Idle,
-            ..Default::default()
-        },
-        SchedSettings {
-            policy: Policy::Fifo,
-            priority: 42,
-            cpus: Some(schedlab::cpuset::CpuSet::single(0)),
-            ..Default::default()
-        },
-        SchedSettings {
-            policy: Policy::Rr,
-            priority: 7,
-            ..Default::default()
-        },
-        SchedSettings {
-            policy: Policy::Other,
-            nice: -5,
-            slice_ns: Some(3_000_000),
-            cpus: Some(schedlab::system::online_cpus()),
-            ..Default::default()
-        },
-    ];
-    for want in cases {
-        let errors = apply("sleeper", tid, &want);
-        assert!(errors.is_empty(), "{want:?}: {errors:?}");
-        let got = read_back(tid).expect("sched_getattr");
-        assert_eq!(got.policy, want.policy);
-        assert_eq!(got.priority, want.priority);
-        if want.policy.is_fair() {
-            assert_eq!(got.nice, want.nice);
-        }
-        if let Some(cpus) = want.cpus {
-            assert_eq!(got.cpus, Some(cpus));
-        }
-        let policy = proc_sched_field(tid, "policy").expect("policy in /proc");
-        assert_eq!(policy, want.policy.to_kernel().to_string(), "/proc agrees");
-        if let Some(slice) = want.slice_ns {
-            assert_eq!(
-                proc_sched_field(tid, "se.slice"),
-                Some(slice.to_string()),
-                "custom slice in /proc"
-            );
-        }
+    for want in per_task_cases() {
+        assert_applies_and_reads_back(tid, &want);
     }
     // SCHED_DEADLINE needs the whole root domain (cpus=all), which the last case set.
     let dl = SchedSettings {
@@ -431,13 +396,74 @@ fn every_per_task_knob_reaches_a_live_task() {
             "{errors:?}"
         );
     }
-    // uclamp: not compiled into this kernel; the message says so.
+    assert_uclamp_works_or_says_it_is_not_compiled_in(t2.tid());
+}
+
+/// Every policy with its own parameters, the last one leaving the task on every CPU.
+fn per_task_cases() -> [SchedSettings; 5] {
+    [
+        SchedSettings {
+            policy: Policy::Batch,
+            nice: 7,
+            ..Default::default()
+        },
+        SchedSettings {
+            policy: Policy::Idle,
+            ..Default::default()
+        },
+        SchedSettings {
+            policy: Policy::Fifo,
+            priority: 42,
+            cpus: Some(schedlab::cpuset::CpuSet::single(0)),
+            ..Default::default()
+        },
+        SchedSettings {
+            policy: Policy::Rr,
+            priority: 7,
+            ..Default::default()
+        },
+        SchedSettings {
+            policy: Policy::Other,
+            nice: -5,
+            slice_ns: Some(3_000_000),
+            cpus: Some(schedlab::system::online_cpus()),
+            ..Default::default()
+        },
+    ]
+}
+
+/// Applies `want` to `tid`, then reads it back through sched_getattr and /proc.
+fn assert_applies_and_reads_back(tid: i32, want: &SchedSettings) {
+    let errors = apply("sleeper", tid, want);
+    assert!(errors.is_empty(), "{want:?}: {errors:?}");
+    let got = read_back(tid).expect("sched_getattr");
+    assert_eq!(got.policy, want.policy);
+    assert_eq!(got.priority, want.priority);
+    if want.policy.is_fair() {
+        assert_eq!(got.nice, want.nice);
+    }
+    if let Some(cpus) = want.cpus {
+        assert_eq!(got.cpus, Some(cpus));
+    }
+    let policy = proc_sched_field(tid, "policy").expect("policy in /proc");
+    assert_eq!(policy, want.policy.to_kernel().to_string(), "/proc agrees");
+    if let Some(slice) = want.slice_ns {
+        assert_eq!(
+            proc_sched_field(tid, "se.slice"),
+            Some(slice.to_string()),
+            "custom slice in /proc"
+        );
+    }
+}
+
+/// uclamp: not compiled into this kernel; the message says so.
+fn assert_uclamp_works_or_says_it_is_not_compiled_in(tid: i32) {
     let probe = Probe::detect();
     let clamp = SchedSettings {
         uclamp_min: Some(512),
         ..Default::default()
     };
-    let errors = apply("sleeper", t2.tid(), &clamp);
+    let errors = apply("sleeper", tid, &clamp);
     if !probe.uclamp {
         assert!(
             errors.iter().any(|e| e.why
@@ -811,6 +837,35 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
             .spawn()
             .expect("run"),
     );
+    assert_the_weight_change_reaches_the_groups_files(&root, child.id());
+    assert!(child.wait().expect("wait").success());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    assert_the_report_shares_by_group(&r);
+    assert_solos_part_follows_the_weights(&std::fs::read_to_string(&csv).expect("csv"));
+    let leftovers: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpu")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("schedlab-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let out = schedlab_with_journal(&journal_path(&dir))
+        .args(["run", "cgroup-fairness", "--set", "cgroup.nope.weight=5"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cgroups are crowd, solo"));
+}
+
+/// crowd's and solo's weights, as the kernel holds them, while the cgroup-fairness run
+/// `pid` runs: even, then crowd's 400 from the change at 0.8 s.
+fn assert_the_weight_change_reaches_the_groups_files(
+    root: &schedlab::knob::cgroup::CgroupRoot,
+    pid: u32,
+) {
     // The weight as the kernel holds it, in the group's own file: weight 100 is
     // cpu.shares 1024 on v1, 400 is 4096 (cpu.weight 100 and 400 on v2).
     let v1 = root.version == schedlab::knob::cgroup::Version::V1;
@@ -821,7 +876,7 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     };
     let crowd = root
         .mount
-        .join(format!("schedlab-{}", child.id()))
+        .join(format!("schedlab-{pid}"))
         .join("crowd")
         .join(file);
     let crowd = crowd.to_str().expect("utf8");
@@ -844,9 +899,11 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
         read(crowd)
     );
     assert_eq!(read(&solo), even, "solo's weight untouched");
-    assert!(child.wait().expect("wait").success());
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+}
+
+/// The cgroup-fairness report: nothing refused, the change applied, and solo far ahead
+/// of any one crowd task.
+fn assert_the_report_shares_by_group(r: &serde_json::Value) {
     // Nothing refused (the cgroups were made and joined); a foreign-load warning is the
     // machine's, and the parts below are judged within the experiment.
     assert_eq!(r["refused"], serde_json::json!([]), "{}", r["warnings"]);
@@ -875,52 +932,24 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     );
     assert_eq!(r["events"][0]["ok"], true, "{}", r["events"]);
     assert_eq!(r["settings"]["cgroup.crowd.weight"], "400");
-    // The effect, from the time series: all five spin on CPU 0, so the groups split what
-    // the experiment gets by weight - solo's part is 100/(100+100) before the change and
-    // 100/(100+400) after it (whatever other programs take of CPU 0 comes out of both).
-    // Each part is a sum over 0.5-0.8 s; EEVDF keeps a group entity's lag within a slice
-    // plus a tick (~5.4 ms) and each window's edges can miss a tick of run time, so the
-    // part is within 0.03 of the weights' ratio. The 0.2 s after the change are left out.
-    let text = std::fs::read_to_string(&csv).expect("csv");
+}
+
+/// The effect, from the time series in the run's CSV `text`.
+fn assert_solos_part_follows_the_weights(text: &str) {
+    // All five spin on CPU 0, so the groups split what the experiment gets by weight -
+    // solo's part is 100/(100+100) before the change and 100/(100+400) after it
+    // (whatever other programs take of CPU 0 comes out of both). Each part is a sum
+    // over 0.5-0.8 s; EEVDF keeps a group entity's lag within a slice plus a tick
+    // (~5.4 ms) and each window's edges can miss a tick of run time, so the part is
+    // within 0.03 of the weights' ratio. The 0.2 s after the change are left out.
     let t_change: f64 = text
         .lines()
         .find(|l| l.contains("cgroup.crowd.weight=400"))
         .and_then(|l| l.split(',').next()?.parse().ok())
         .expect("the change's row in the CSV");
-    // Rows weighted by the time they span: a short row (a last round soon after a
-    // regular one) holds few ticks of run time and must not count like a full one.
-    let mut rows: Vec<(f64, bool, f64)> = Vec::new();
-    for l in text.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        if let (Some(t), Some(share)) = (
-            f[0].parse::<f64>().ok(),
-            f.get(7).and_then(|v| v.parse::<f64>().ok()),
-        ) {
-            rows.push((t, f[1] == "solo", share));
-        }
-    }
+    let rows = share_rows(text);
     let mut times: Vec<f64> = rows.iter().map(|r| r.0).collect();
     times.dedup();
-    let span = |t: f64| {
-        let i = times.iter().position(|&x| x == t).unwrap_or(0);
-        if i == 0 {
-            0.0
-        } else {
-            t - times[i - 1]
-        }
-    };
-    let solo_part = |from: f64, to: f64| {
-        let (mut solo, mut all) = (0.0, 0.0);
-        for &(t, is_solo, share) in &rows {
-            if t > from && t <= to {
-                all += share * span(t);
-                if is_solo {
-                    solo += share * span(t);
-                }
-            }
-        }
-        solo / all
-    };
     // A run ends on a fresh round, never on one a millisecond after the last (it
     // would read no run time for the spinners: a share of 0 that cannot be true).
     assert!(
@@ -931,11 +960,11 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     let parts: Vec<String> = times
         .iter()
         .zip(times.iter().skip(1))
-        .map(|(a, b)| format!("{b}:{:.3}", solo_part(*a, *b)))
+        .map(|(a, b)| format!("{b}:{:.3}", solo_part(&rows, &times, *a, *b)))
         .collect();
     let (before, after) = (
-        solo_part(0.0, t_change),
-        solo_part(t_change + 0.2, f64::MAX),
+        solo_part(&rows, &times, 0.0, t_change),
+        solo_part(&rows, &times, t_change + 0.2, f64::MAX),
     );
     assert!(
         (before - 0.5).abs() <= 0.03,
@@ -945,21 +974,45 @@ fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
         (after - 0.2).abs() <= 0.03,
         "crowd weighs 400: solo's part {after:.3}, want 0.2; per row {parts:?}"
     );
-    let leftovers: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/cpu")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| n.starts_with("schedlab-"))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
-    let out = schedlab_with_journal(&journal_path(&dir))
-        .args(["run", "cgroup-fairness", "--set", "cgroup.nope.weight=5"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cgroups are crowd, solo"));
+}
+
+/// The CSV's task rows: (time, whether the task is solo, CPU share).
+fn share_rows(text: &str) -> Vec<(f64, bool, f64)> {
+    let mut rows: Vec<(f64, bool, f64)> = Vec::new();
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if let (Some(t), Some(share)) = (
+            f[0].parse::<f64>().ok(),
+            f.get(7).and_then(|v| v.parse::<f64>().ok()),
+        ) {
+            rows.push((t, f[1] == "solo", share));
+        }
+    }
+    rows
+}
+
+/// solo's part of the experiment's CPU time in the rows after `from` up to `to`.
+fn solo_part(rows: &[(f64, bool, f64)], times: &[f64], from: f64, to: f64) -> f64 {
+    // Rows weighted by the time they span: a short row (a last round soon after a
+    // regular one) holds few ticks of run time and must not count like a full one.
+    let span = |t: f64| {
+        let i = times.iter().position(|&x| x == t).unwrap_or(0);
+        if i == 0 {
+            0.0
+        } else {
+            t - times[i - 1]
+        }
+    };
+    let (mut solo, mut all) = (0.0, 0.0);
+    for &(t, is_solo, share) in rows {
+        if t > from && t <= to {
+            all += share * span(t);
+            if is_solo {
+                solo += share * span(t);
+            }
+        }
+    }
+    solo / all
 }
 
 #[test]
@@ -1107,7 +1160,36 @@ fn deadline_parameters_given_as_durations_reach_the_kernel_exactly() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A deadline spinner with its parameters as strings in the preset, and a deadline
     // sleeper whose parameters come from --set and one --at.
-    let preset = dir.path().join("dl.toml");
+    let preset = write_deadline_preset(dir.path());
+    let json = dir.path().join("r.json");
+    let mut child = Running(
+        schedlab_with_journal(&journal_path(&dir))
+            .arg("run")
+            .arg(&preset)
+            .args(["--duration", "2s"])
+            .args(["--set", "dl2.runtime=500us", "--set", "dl2.deadline=5ms"])
+            .args(["--set", "dl2.period=20ms", "--at", "1s:dl2.period=40ms"])
+            .arg("--json")
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run"),
+    );
+    let (status, seen) = watch_deadline_parameters(&mut child);
+    assert!(status.success(), "{status:?}");
+    let r = read_json(&json);
+    let (dl, dl2) = (report_task(&r, "dl"), report_task(&r, "dl2"));
+    assert_the_kernel_held_the_given_parameters(&seen, &dl, &dl2);
+    assert_eq!(r["events"][0]["ok"], true, "{}", r["events"]);
+    assert_the_report_says_which_parameters_ran(&r["settings"]);
+    assert_the_spinner_gets_its_budget(&r, &dl);
+}
+
+/// A deadline spinner (2ms/10ms/10ms) and a deadline sleeper (1ms/10ms/10ms), their
+/// parameters as duration strings.
+fn write_deadline_preset(dir: &Path) -> PathBuf {
+    let preset = dir.join("dl.toml");
     std::fs::write(
         &preset,
         r#"name = "dl"
@@ -1133,26 +1215,22 @@ period = "10ms"
 "#,
     )
     .expect("write preset");
-    let json = dir.path().join("r.json");
-    let mut child = Running(
-        schedlab_with_journal(&journal_path(&dir))
-            .arg("run")
-            .arg(&preset)
-            .args(["--duration", "2s"])
-            .args(["--set", "dl2.runtime=500us", "--set", "dl2.deadline=5ms"])
-            .args(["--set", "dl2.period=20ms", "--at", "1s:dl2.period=40ms"])
-            .arg("--json")
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run"),
-    );
-    // Each DEADLINE thread's (runtime, deadline, period) as sched_getattr reads them, in
-    // the order they were seen, and its policy in /proc.
+    preset
+}
+
+/// What the kernel held for the run's DEADLINE threads while `child` ran.
+struct DeadlineSeen {
+    /// Each thread's (runtime, deadline, period) as sched_getattr reads them, in the
+    /// order they were seen.
+    params: std::collections::BTreeMap<i32, Vec<(u64, u64, u64)>>,
+    /// Each thread's policy in /proc.
+    proc_policy: std::collections::BTreeMap<i32, String>,
+}
+
+fn watch_deadline_parameters(child: &mut Running) -> (std::process::ExitStatus, DeadlineSeen) {
     let mut seen: std::collections::BTreeMap<i32, Vec<(u64, u64, u64)>> = Default::default();
     let mut proc_policy: std::collections::BTreeMap<i32, String> = Default::default();
-    let status = poll_while_running(&mut child, Duration::from_secs(20), |pid| {
+    let status = poll_while_running(child, Duration::from_secs(20), |pid| {
         for tid in child_threads(pid) {
             // A DEADLINE task killed at the end reads 0/0/0 as a zombie (checked here
             // with a C program); a live one has a runtime of at least 1024 ns.
@@ -1170,17 +1248,32 @@ period = "10ms"
             }
         }
     });
-    assert!(status.success(), "{status:?}");
-    let r = read_json(&json);
-    let (dl, dl2) = (report_task(&r, "dl"), report_task(&r, "dl2"));
+    (
+        status,
+        DeadlineSeen {
+            params: seen,
+            proc_policy,
+        },
+    )
+}
+
+fn assert_the_kernel_held_the_given_parameters(
+    seen: &DeadlineSeen,
+    dl: &serde_json::Value,
+    dl2: &serde_json::Value,
+) {
+    let DeadlineSeen {
+        params: seen,
+        proc_policy,
+    } = seen;
     let tid = |t: &serde_json::Value| t["tid"].as_i64().expect("tid") as i32;
     assert_eq!(
-        seen.get(&tid(&dl)),
+        seen.get(&tid(dl)),
         Some(&vec![(2_000_000, 10_000_000, 10_000_000)]),
         "\"2ms\"/\"10ms\"/\"10ms\" from the preset: {seen:?}"
     );
     assert_eq!(
-        seen.get(&tid(&dl2)),
+        seen.get(&tid(dl2)),
         Some(&vec![
             (500_000, 5_000_000, 20_000_000),
             (500_000, 5_000_000, 40_000_000)
@@ -1188,12 +1281,13 @@ period = "10ms"
         "--set 500us/5ms/20ms, then --at 1s period=40ms: {seen:?}"
     );
     assert_eq!(seen.len(), 2, "no other deadline threads: {seen:?}");
-    for t in [&dl, &dl2] {
+    for t in [dl, dl2] {
         assert_eq!(proc_policy.get(&tid(t)).map(String::as_str), Some("6"));
         assert_eq!(t["policy"], "deadline");
     }
-    assert_eq!(r["events"][0]["ok"], true, "{}", r["events"]);
-    let settings = &r["settings"];
+}
+
+fn assert_the_report_says_which_parameters_ran(settings: &serde_json::Value) {
     assert_eq!(
         (
             &settings["dl.runtime"],
@@ -1208,12 +1302,16 @@ period = "10ms"
         "the report says which parameters ran: {settings}"
     );
     assert_eq!(settings["dl2.period"], "40000000ns", "{settings}");
-    // The effect: the spinner gets runtime/period = 0.2 of a CPU, ahead of every fair
-    // and RT task (so other programs' load does not matter). The kernel enforces the
-    // budget at ticks (HZ=250, HRTICK_DL off: an overrun of up to 4 ms is paid back in
-    // the next periods), so over the ~2 s run the run time is 0.2 T within an overrun
-    // and a budget (6 ms), and each end can lag a tick: 0.01 covers both. Steal can
-    // cost the task periods it could not run in: at most its share of the steal.
+}
+
+/// The effect: the spinner gets runtime/period = 0.2 of a CPU, ahead of every fair
+/// and RT task (so other programs' load does not matter).
+fn assert_the_spinner_gets_its_budget(r: &serde_json::Value, dl: &serde_json::Value) {
+    // The kernel enforces the budget at ticks (HZ=250, HRTICK_DL off: an overrun of up
+    // to 4 ms is paid back in the next periods), so over the ~2 s run the run time is
+    // 0.2 T within an overrun and a budget (6 ms), and each end can lag a tick: 0.01
+    // covers both. Steal can cost the task periods it could not run in: at most its
+    // share of the steal.
     let share = dl["cpu_share"].as_f64().expect("share");
     let steal = r["metrics"]["cpu"]
         .as_array()
@@ -1360,12 +1458,49 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
             .spawn()
             .expect("run"),
     );
+    let (status, during) = watch_debugfs_while_running(&mut child);
+    assert!(status.success(), "{status:?}");
+    assert!(
+        during.mounted,
+        "--mount-debugfs mounted debugfs for the run"
+    );
+    assert_eq!(
+        during.write_refused,
+        Some(Some(libc::EPERM)),
+        "this test expects kernel lockdown (debugfs writes refused with EPERM)"
+    );
+    assert_both_changes_refused_for_lockdown(&read_json(&json));
+    assert_the_table_says_refused(&table);
+    // Nothing changed: the base slice as sched/debug showed it during the run is the
+    // kernel's default (what a fresh task gets, in ms), and afterwards every value,
+    // mount and cgroup is as before.
+    let fresh = Sleeper::new();
+    assert_the_shown_base_slice_is_the_default(&fresh, during.base_slice.as_deref());
+    assert_eq!(debugfs_mounted(), was_mounted, "unmounted at exit");
+    assert_eq!(machine_state(), before);
+
+    assert_a_set_refusal_ends_the_run_before_it_starts(&dir, &preset);
+    assert_eq!(machine_state(), before);
+    assert!(!journal_path(&dir).exists());
+}
+
+/// What the test saw of debugfs while the run ran.
+struct DebugfsDuring {
+    /// debugfs was mounted at /sys/kernel/debug.
+    mounted: bool,
+    /// The errno of opening base_slice_ns for writing, once mounted.
+    write_refused: Option<Option<i32>>,
+    /// sysctl_sched_base_slice as sched/debug showed it.
+    base_slice: Option<String>,
+}
+
+fn watch_debugfs_while_running(child: &mut Running) -> (std::process::ExitStatus, DebugfsDuring) {
     // While it runs: debugfs is mounted at /sys/kernel/debug, and (the premise of this
     // test) the kernel refuses to open its files for writing.
     let mut mounted_during = false;
     let mut write_refused = None;
     let mut base_slice = None;
-    let status = poll_while_running(&mut child, Duration::from_secs(20), |_| {
+    let status = poll_while_running(child, Duration::from_secs(20), |_| {
         if debugfs_mounted() {
             mounted_during = true;
             write_refused
@@ -1375,17 +1510,17 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
             }
         }
     });
-    assert!(status.success(), "{status:?}");
-    assert!(
-        mounted_during,
-        "--mount-debugfs mounted debugfs for the run"
-    );
-    assert_eq!(
-        write_refused,
-        Some(Some(libc::EPERM)),
-        "this test expects kernel lockdown (debugfs writes refused with EPERM)"
-    );
-    let r = read_json(&json);
+    (
+        status,
+        DebugfsDuring {
+            mounted: mounted_during,
+            write_refused,
+            base_slice,
+        },
+    )
+}
+
+fn assert_both_changes_refused_for_lockdown(r: &serde_json::Value) {
     let events = r["events"].as_array().expect("events");
     assert_eq!(events.len(), 2, "{events:?}");
     for (e, knob) in events
@@ -1399,7 +1534,10 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
             "names the knob and why: {result}"
         );
     }
-    let text = std::fs::read_to_string(&table).expect("table");
+}
+
+fn assert_the_table_says_refused(table: &Path) {
+    let text = std::fs::read_to_string(table).expect("table");
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("sys.base_slice_ns"))
@@ -1409,28 +1547,26 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
         lines[0].contains("refused") && lines[0].contains("lockdown"),
         "{text}"
     );
-    // Nothing changed: the base slice as sched/debug showed it during the run is the
-    // kernel's default (what a fresh task gets, in ms), and afterwards every value,
-    // mount and cgroup is as before.
-    let fresh = Sleeper::new();
+}
+
+fn assert_the_shown_base_slice_is_the_default(fresh: &Sleeper, base_slice: Option<&str>) {
     let default_ns: f64 = proc_sched_field(fresh.tid(), "se.slice")
         .and_then(|s| s.parse().ok())
         .expect("se.slice");
     let shown_ms: f64 = base_slice
-        .as_deref()
         .and_then(|s| s.parse().ok())
         .expect("sysctl_sched_base_slice in sched/debug");
     assert!(
         (shown_ms * 1e6 - default_ns).abs() < 1.0,
         "{shown_ms} ms vs {default_ns} ns"
     );
-    assert_eq!(debugfs_mounted(), was_mounted, "unmounted at exit");
-    assert_eq!(machine_state(), before);
+}
 
-    // Asked for with --set, the refusal ends the run before it starts: one line, exit 1.
-    let out = schedlab_with_journal(&journal_path(&dir))
+/// Asked for with --set, the refusal ends the run before it starts: one line, exit 1.
+fn assert_a_set_refusal_ends_the_run_before_it_starts(dir: &tempfile::TempDir, preset: &Path) {
+    let out = schedlab_with_journal(&journal_path(dir))
         .arg("run")
-        .arg(&preset)
+        .arg(preset)
         .args(["--duration", "1s", "--mount-debugfs"])
         .args(["--set", "sys.base_slice_ns=3000000"])
         .output()
@@ -1442,8 +1578,6 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
         err.contains("sys.base_slice_ns") && err.contains("lockdown"),
         "{err}"
     );
-    assert_eq!(machine_state(), before);
-    assert!(!journal_path(&dir).exists());
 }
 
 #[test]
@@ -1526,7 +1660,48 @@ fn cgroup_rt_runtime_and_the_rt_sysctl_apply_in_order_and_both_come_back() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let j = journal_path(&dir);
-    let preset = dir.path().join("rtgroup.toml");
+    let preset = write_rtgroup_preset(dir.path());
+    let json = dir.path().join("r.json");
+    // Lower the RT sysctl at start (the root cgroup goes first), raise it above where it
+    // started at 1.5 s (the sysctl goes first). The journal holds each file's value from
+    // before the first write, root cgroup then sysctl, so undoing newest first writes
+    // 950000 to the sysctl while the root cgroup still has 980000: the kernel refuses
+    // that (EINVAL), and only the journal's next pass, after the root cgroup, puts it
+    // back.
+    let mut child = Running(
+        schedlab_with_journal(&j)
+            .arg("run")
+            .arg(&preset)
+            .args(["--duration", "3s", "--set", "sys.rt_runtime_us=600000"])
+            .args(["--at", "1.5s:sys.rt_runtime_us=980000", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run"),
+    );
+    let base = format!("/sys/fs/cgroup/cpu/schedlab-{}", child.id());
+    let journal = wait_for_the_lowering_then_the_raise(&base, &j);
+    assert_journaled_once_each_root_cgroup_first(&journal, &_g);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        (read(RT_RUNTIME), read(ROOT_RT_RUNTIME)),
+        (_g.was(RT_RUNTIME), _g.was(ROOT_RT_RUNTIME)),
+        "both restored"
+    );
+    assert!(!Path::new(&base).exists(), "the run's cgroups are gone");
+    assert!(!j.exists());
+    let r = read_json(&json);
+    assert_eq!(r["events"][0]["ok"], true, "{}", r["events"]);
+    assert_eq!(r["settings"]["cgroup.rt.rt_runtime_us"], "300000");
+    assert_the_group_gets_its_rt_runtime(&r);
+}
+
+/// A preset with a FIFO spinner in a cgroup of 300 ms RT runtime next to a fair one,
+/// both on CPU 0.
+fn write_rtgroup_preset(dir: &Path) -> PathBuf {
+    let preset = dir.join("rtgroup.toml");
     std::fs::write(
         &preset,
         r#"name = "rtgroup"
@@ -1552,26 +1727,13 @@ cpus = "0"
 "#,
     )
     .expect("write preset");
-    let json = dir.path().join("r.json");
-    // Lower the RT sysctl at start (the root cgroup goes first), raise it above where it
-    // started at 1.5 s (the sysctl goes first). The journal holds each file's value from
-    // before the first write, root cgroup then sysctl, so undoing newest first writes
-    // 950000 to the sysctl while the root cgroup still has 980000: the kernel refuses
-    // that (EINVAL), and only the journal's next pass, after the root cgroup, puts it
-    // back.
-    let mut child = Running(
-        schedlab_with_journal(&j)
-            .arg("run")
-            .arg(&preset)
-            .args(["--duration", "3s", "--set", "sys.rt_runtime_us=600000"])
-            .args(["--at", "1.5s:sys.rt_runtime_us=980000", "--json"])
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run"),
-    );
-    let base = format!("/sys/fs/cgroup/cpu/schedlab-{}", child.id());
+    preset
+}
+
+/// Waits for the sysctl and the root cgroup at 600000 and then at 980000, with the run's
+/// base cgroup (`base`) and group at 300000 throughout: the journal `j` as it was read
+/// in between.
+fn wait_for_the_lowering_then_the_raise(base: &str, j: &Path) -> String {
     let group = format!("{base}/rt/cpu.rt_runtime_us");
     let state = || {
         (
@@ -1594,14 +1756,18 @@ cpus = "0"
         "sysctl, root cgroup, run's base and group: {:?}",
         state()
     );
-    let journal = std::fs::read_to_string(&j).expect("journal while running");
+    let journal = std::fs::read_to_string(j).expect("journal while running");
     assert!(
         common::wait_until(Duration::from_secs(10), || state() == want("980000")),
         "after the raise: {:?}",
         state()
     );
-    // The journal, read while the run holds its changes: each file once, with the value
-    // from before the run, the root cgroup's ahead of the sysctl's.
+    journal
+}
+
+/// The journal, read while the run holds its changes: each file once, with the value
+/// from before the run, the root cgroup's ahead of the sysctl's.
+fn assert_journaled_once_each_root_cgroup_first(journal: &str, g: &Restore) {
     let entries: Vec<serde_json::Value> = journal
         .lines()
         .skip(1)
@@ -1615,31 +1781,21 @@ cpus = "0"
             .map(|(i, _)| i)
             .collect();
         assert_eq!(hits.len(), 1, "{path} journaled once: {journal}");
-        assert_eq!(entries[hits[0]]["old"], _g.was(path).as_str(), "{journal}");
+        assert_eq!(entries[hits[0]]["old"], g.was(path).as_str(), "{journal}");
         hits[0]
     };
     assert!(at(ROOT_RT_RUNTIME) < at(RT_RUNTIME), "{journal}");
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "{status:?}");
-    assert_eq!(
-        (read(RT_RUNTIME), read(ROOT_RT_RUNTIME)),
-        (_g.was(RT_RUNTIME), _g.was(ROOT_RT_RUNTIME)),
-        "both restored"
-    );
-    assert!(!Path::new(&base).exists(), "the run's cgroups are gone");
-    assert!(!j.exists());
-    let r = read_json(&json);
-    assert_eq!(r["events"][0]["ok"], true, "{}", r["events"]);
-    assert_eq!(r["settings"]["cgroup.rt.rt_runtime_us"], "300000");
-    // The effect: the group may run RT tasks 300 ms of every 1 s period on CPU 0, which
-    // the sysctl's changes (600000, 980000) never go below. The pattern repeats every
-    // period, so a summary window of exactly whole periods holds exactly 0.3 of it;
-    // the window is T = summary_s (2 s after the 1 s warm-up, give or take a sample),
-    // so up to |T - 2| of it can be all spinner or none, and each end can lag a tick.
+}
+
+/// The effect: the group may run RT tasks 300 ms of every 1 s period on CPU 0, which
+/// the sysctl's changes (600000, 980000) never go below.
+fn assert_the_group_gets_its_rt_runtime(r: &serde_json::Value) {
+    // The pattern repeats every period, so a summary window of exactly whole periods
+    // holds exactly 0.3 of it; the window is T = summary_s (2 s after the 1 s warm-up,
+    // give or take a sample), so up to |T - 2| of it can be all spinner or none, and
+    // each end can lag a tick.
     let t = r["summary_s"].as_f64().expect("summary_s");
-    let fifo = report_task(&r, "fifo")["cpu_share"]
-        .as_f64()
-        .expect("share");
+    let fifo = report_task(r, "fifo")["cpu_share"].as_f64().expect("share");
     assert!(
         (fifo - 0.3).abs() <= (t - 2.0).abs() / t + 0.01,
         "the group's 300 ms per period: fifo {fifo:.4} over {t:.3} s"

@@ -137,90 +137,11 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
     let _guard = common::serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let (rec, csv) = (dir.path().join("run.jsonl"), dir.path().join("run.csv"));
-    let out = Command::new(common::exe())
-        .args([
-            "run",
-            "rt-throttle",
-            "--duration",
-            "4s",
-            "--interval",
-            "100ms",
-        ])
-        .arg("--record")
-        .arg(&rec)
-        .arg("--csv")
-        .arg(&csv)
-        .args(["--json", "-"])
-        .env("SCHEDLAB_JOURNAL", dir.path().join("journal.jsonl"))
-        .output()
-        .expect("run");
-    let report = common::json_output(&out);
+    let report = record_rt_throttle(&rec, &csv, dir.path());
 
-    // The recording: a version-1 header, then one JSON record per line in time order.
-    let text = std::fs::read_to_string(&rec).expect("recording written");
-    let mut lines = text.lines();
-    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
-    assert_eq!(header["schedlab_recording"], 1, "{header}");
-    assert_eq!(header["schedlab"], env!("CARGO_PKG_VERSION"));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    let created = header["created_unix_s"].as_u64().expect("created_unix_s");
-    assert!(now.abs_diff(created) < 600, "{created} vs now {now}");
-    let records: Vec<Value> = lines
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect();
-    let t_ns: Vec<u64> = records
-        .iter()
-        .map(|r| r["t_ns"].as_u64().expect("t_ns"))
-        .collect();
-    // In time order, but for a sampling round that was on its way from the sampler
-    // when a knob changed: written after the change, stamped up to one interval
-    // before it (replay sorts by t_ns).
-    for (i, w) in t_ns.windows(2).enumerate() {
-        if w[1] >= w[0] {
-            continue;
-        }
-        let (k0, k1) = (&records[i]["kind"], &records[i + 1]["kind"]);
-        assert!(
-            k0 != "batch" && k1 == "batch" && w[0] - w[1] < 200_000_000,
-            "record {} ({k1}) at {} ns comes after {k0} at {} ns",
-            i + 1,
-            w[1],
-            w[0]
-        );
-    }
-    for r in &records {
-        let kind = r["kind"].as_str().expect("kind");
-        assert!(
-            ["started", "batch", "knob", "system_knobs"].contains(&kind),
-            "{kind}"
-        );
-    }
-    let started: Vec<&Value> = records.iter().filter(|r| r["kind"] == "started").collect();
-    assert_eq!(started.len(), 1);
-    let info = &started[0]["info"];
-    assert_eq!(info["preset"]["name"], "rt-throttle");
-    let ids = |tasks: &Value| -> Vec<(String, i64, i64)> {
-        tasks
-            .as_array()
-            .expect("tasks")
-            .iter()
-            .map(|t| {
-                (
-                    t["name"].as_str().expect("name").to_string(),
-                    t["pid"].as_i64().expect("pid"),
-                    t["tid"].as_i64().expect("tid"),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(
-        ids(&info["tasks"]),
-        ids(&report["tasks"]),
-        "the run's tasks"
-    );
+    let records = read_recording(&rec);
+    let t_ns = assert_in_time_order(&records);
+    assert_kinds_and_the_runs_tasks(&records, &report);
     let batches: Vec<&Value> = records.iter().filter(|r| r["kind"] == "batch").collect();
     assert!(
         batches
@@ -258,6 +179,122 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
         ),
         dir.path(),
     );
+    let (up, done) = wait_for_the_last_sample(&t, &samples);
+    assert_pace(launched, up, done, span, speed);
+    assert_stepping_back_shows_each_sample(&t, &samples);
+    t.key("q");
+    assert!(
+        t.wait_for(Duration::from_secs(10), |s| s.contains("SCHEDLAB-EXITED-0"))
+            .is_some(),
+        "{}",
+        t.screen()
+    );
+}
+
+/// `run rt-throttle` for 4 s at 100 ms, recorded to `rec` with its CSV in `csv`: the
+/// run's JSON report.
+fn record_rt_throttle(rec: &Path, csv: &Path, dir: &Path) -> Value {
+    let out = Command::new(common::exe())
+        .args([
+            "run",
+            "rt-throttle",
+            "--duration",
+            "4s",
+            "--interval",
+            "100ms",
+        ])
+        .arg("--record")
+        .arg(rec)
+        .arg("--csv")
+        .arg(csv)
+        .args(["--json", "-"])
+        .env("SCHEDLAB_JOURNAL", dir.join("journal.jsonl"))
+        .output()
+        .expect("run");
+    common::json_output(&out)
+}
+
+/// The recording's records, after checking its header.
+fn read_recording(rec: &Path) -> Vec<Value> {
+    // The recording: a version-1 header, then one JSON record per line in time order.
+    let text = std::fs::read_to_string(rec).expect("recording written");
+    let mut lines = text.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("json");
+    assert_eq!(header["schedlab_recording"], 1, "{header}");
+    assert_eq!(header["schedlab"], env!("CARGO_PKG_VERSION"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let created = header["created_unix_s"].as_u64().expect("created_unix_s");
+    assert!(now.abs_diff(created) < 600, "{created} vs now {now}");
+    lines
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect()
+}
+
+/// The records' times, checked to be in order: the records' `t_ns`.
+fn assert_in_time_order(records: &[Value]) -> Vec<u64> {
+    let t_ns: Vec<u64> = records
+        .iter()
+        .map(|r| r["t_ns"].as_u64().expect("t_ns"))
+        .collect();
+    // In time order, but for a sampling round that was on its way from the sampler
+    // when a knob changed: written after the change, stamped up to one interval
+    // before it (replay sorts by t_ns).
+    for (i, w) in t_ns.windows(2).enumerate() {
+        if w[1] >= w[0] {
+            continue;
+        }
+        let (k0, k1) = (&records[i]["kind"], &records[i + 1]["kind"]);
+        assert!(
+            k0 != "batch" && k1 == "batch" && w[0] - w[1] < 200_000_000,
+            "record {} ({k1}) at {} ns comes after {k0} at {} ns",
+            i + 1,
+            w[1],
+            w[0]
+        );
+    }
+    t_ns
+}
+
+/// Every record is of a known kind, and the one `started` record names the preset and
+/// the run's tasks.
+fn assert_kinds_and_the_runs_tasks(records: &[Value], report: &Value) {
+    for r in records {
+        let kind = r["kind"].as_str().expect("kind");
+        assert!(
+            ["started", "batch", "knob", "system_knobs"].contains(&kind),
+            "{kind}"
+        );
+    }
+    let started: Vec<&Value> = records.iter().filter(|r| r["kind"] == "started").collect();
+    assert_eq!(started.len(), 1);
+    let info = &started[0]["info"];
+    assert_eq!(info["preset"]["name"], "rt-throttle");
+    let ids = |tasks: &Value| -> Vec<(String, i64, i64)> {
+        tasks
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().expect("name").to_string(),
+                    t["pid"].as_i64().expect("pid"),
+                    t["tid"].as_i64().expect("tid"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        ids(&info["tasks"]),
+        ids(&report["tasks"]),
+        "the run's tasks"
+    );
+}
+
+/// When the replay drew its first frame and when it showed the last sample.
+fn wait_for_the_last_sample(t: &Tmux, samples: &[&[Row]]) -> (Instant, Instant) {
     // The player's clock starts at its first drawn frame (REPLAY in the header): from
     // there the pace is the player's, not how fast tmux and schedlab started.
     let Some(up) = t.wait_for(Duration::from_secs(60), |s| s.contains("REPLAY")) else {
@@ -273,6 +310,10 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
             t.screen()
         );
     };
+    (up, done)
+}
+
+fn assert_pace(launched: Instant, up: Instant, done: Instant, span: Duration, speed: f64) {
     // Pace: the player feeds a record when speed x elapsed reaches its recorded time,
     // so the last sample cannot show before span/speed from the launch (a lower bound
     // that load cannot break). From its first frame, 4x takes span/4; real time would
@@ -291,7 +332,10 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
     eprintln!(
         "replay of {span:?} at {speed}x showed the last sample {paced:?} after its first frame ({took:?} after the launch)"
     );
-    // Step back through the samples, paused: each shows that sample's recorded values.
+}
+
+/// Step back through the samples, paused: each shows that sample's recorded values.
+fn assert_stepping_back_shows_each_sample(t: &Tmux, samples: &[&[Row]]) {
     t.key("Space");
     assert!(
         t.wait_for(Duration::from_secs(5), |s| s.contains("REPLAY paused"))
@@ -309,19 +353,10 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
             t.screen()
         );
     }
-    t.key("q");
-    assert!(
-        t.wait_for(Duration::from_secs(10), |s| s.contains("SCHEDLAB-EXITED-0"))
-            .is_some(),
-        "{}",
-        t.screen()
-    );
 }
 
 #[test]
 fn the_workbench_model_of_a_recording_states_the_runs_headline_to_the_last_digit() {
-    use schedlab::app::keys::KeyMap;
-    use schedlab::app::App;
     let _guard = common::serial();
     let dir = tempfile::tempdir().expect("tempdir");
     // A fairness headline (ideal shares from the nice weights) and a throughput one.
@@ -336,23 +371,7 @@ fn the_workbench_model_of_a_recording_states_the_runs_headline_to_the_last_digit
             .output()
             .expect("run");
         let report = common::json_output(&out);
-        // The workbench's model, fed the recording as `schedlab replay` feeds it (no
-        // warm-up: the run above had none either).
-        let records = schedlab::lab::record::read(&rec).expect("the recording");
-        let mut app = App::new(KeyMap::default(), Duration::from_millis(100), true);
-        app.replay = true;
-        let mut player = schedlab::tui::player::Player::new(records, 1.0);
-        let actions = player.seek(1e6);
-        let fed: Vec<u64> = actions
-            .iter()
-            .filter_map(|a| match a {
-                schedlab::app::Action::Batch(b) => Some(b.t_ns),
-                _ => None,
-            })
-            .collect();
-        for action in actions {
-            app.update(action);
-        }
+        let (app, fed) = model_of_the_recording(&rec);
         let s = app.live.summary();
         // What to look at when they disagree: the rounds each side took.
         let sides = format!(
@@ -365,43 +384,75 @@ fn the_workbench_model_of_a_recording_states_the_runs_headline_to_the_last_digit
             fed.last(),
             app.live.store.elapsed_s()
         );
-        // Every headline figure, to the last digit (JSON numbers round-trip exactly).
-        let metrics = &report["metrics"];
-        assert_eq!(
-            metrics["throughput_per_s"].as_f64(),
-            Some(s.throughput_per_s),
-            "{sides}"
-        );
-        assert_eq!(
-            metrics["fairness_error"].as_f64(),
-            s.fairness_error,
-            "{sides}"
-        );
-        assert_eq!(report["summary_s"].as_f64(), Some(s.summary_s), "{sides}");
-        let tasks = report["tasks"].as_array().expect("tasks");
-        assert_eq!(tasks.len(), s.cpu_share.len(), "{sides}");
-        for (i, t) in tasks.iter().enumerate() {
-            let name = &t["name"];
-            assert_eq!(
-                t["cpu_share"].as_f64(),
-                Some(s.cpu_share[i]),
-                "{sides}: {name}"
-            );
-            assert_eq!(
-                t["progress_per_s"].as_f64(),
-                Some(s.progress_per_s[i]),
-                "{sides}: {name}"
-            );
-            assert_eq!(
-                t["ideal_share"].as_f64(),
-                s.ideal_share[i],
-                "{sides}: {name}"
-            );
-        }
+        assert_headline_to_the_last_digit(&report, &s, &sides);
         if preset == "nice-ladder" {
             assert!(s.fairness_error.is_some() && s.ideal_share.iter().any(Option::is_some));
         } else {
             assert!(s.throughput_per_s > 0.0, "{sides}: {s:?}");
         }
+    }
+}
+
+/// The workbench's model, fed the recording as `schedlab replay` feeds it, and the
+/// times of the batches it was fed.
+fn model_of_the_recording(rec: &Path) -> (schedlab::app::App, Vec<u64>) {
+    use schedlab::app::keys::KeyMap;
+    use schedlab::app::App;
+    // No warm-up: the run had none either.
+    let records = schedlab::lab::record::read(rec).expect("the recording");
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), true);
+    app.replay = true;
+    let mut player = schedlab::tui::player::Player::new(records, 1.0);
+    let actions = player.seek(1e6);
+    let fed: Vec<u64> = actions
+        .iter()
+        .filter_map(|a| match a {
+            schedlab::app::Action::Batch(b) => Some(b.t_ns),
+            _ => None,
+        })
+        .collect();
+    for action in actions {
+        app.update(action);
+    }
+    (app, fed)
+}
+
+/// Every headline figure, to the last digit (JSON numbers round-trip exactly).
+fn assert_headline_to_the_last_digit(
+    report: &Value,
+    s: &schedlab::lab::live::Summary,
+    sides: &str,
+) {
+    let metrics = &report["metrics"];
+    assert_eq!(
+        metrics["throughput_per_s"].as_f64(),
+        Some(s.throughput_per_s),
+        "{sides}"
+    );
+    assert_eq!(
+        metrics["fairness_error"].as_f64(),
+        s.fairness_error,
+        "{sides}"
+    );
+    assert_eq!(report["summary_s"].as_f64(), Some(s.summary_s), "{sides}");
+    let tasks = report["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), s.cpu_share.len(), "{sides}");
+    for (i, t) in tasks.iter().enumerate() {
+        let name = &t["name"];
+        assert_eq!(
+            t["cpu_share"].as_f64(),
+            Some(s.cpu_share[i]),
+            "{sides}: {name}"
+        );
+        assert_eq!(
+            t["progress_per_s"].as_f64(),
+            Some(s.progress_per_s[i]),
+            "{sides}: {name}"
+        );
+        assert_eq!(
+            t["ideal_share"].as_f64(),
+            s.ideal_share[i],
+            "{sides}: {name}"
+        );
     }
 }

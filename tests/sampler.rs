@@ -51,20 +51,9 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
     std::thread::sleep(Duration::from_millis(100));
     // The procfs crate's reads just before and just after ours bracket every counter we
     // read: a parser that took another field, or scaled it wrongly, falls outside.
-    let procfs_task = || {
-        procfs::process::Process::new(pid)
-            .and_then(|p| p.task_from_tid(tid))
-            .expect("procfs task")
-    };
-    let (before, status_before) = (
-        procfs_task().schedstat().expect("schedstat"),
-        procfs_task().status().expect("status"),
-    );
+    let before = procfs_counters(pid, tid);
     reader.sample_into(&mut batch);
-    let (after, status_after) = (
-        procfs_task().schedstat().expect("schedstat"),
-        procfs_task().status().expect("status"),
-    );
+    let after = procfs_counters(pid, tid);
     let s = &batch.tasks[0];
     assert!(s.alive);
     assert_eq!(s.policy(), Some(3), "batch");
@@ -72,6 +61,51 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
     assert_eq!(s.rt_priority(), Some(0));
     assert_eq!(s.cpus_allowed.map(|c| c.to_list()), Some("0".to_string()));
     assert_eq!(s.last_cpu(), Some(0));
+    assert_counters_within_procfs_reads(s, &before, &after);
+    assert!(!batch.system.cpus.is_empty());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    handle.join().expect("join");
+    // The thread is gone: a round soon after says so, without an error. (join returns
+    // when the thread's code ended; the kernel unhashes it a moment later.)
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    loop {
+        reader.sample_into(&mut batch);
+        if !batch.tasks[0].alive || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!batch.tasks[0].alive);
+    assert_eq!(batch.tasks[0].policy(), Some(3), "last values are kept");
+}
+
+/// A thread's counters as the procfs crate reads them: schedstat and status.
+struct ProcfsCounters {
+    schedstat: procfs::process::Schedstat,
+    status: procfs::process::Status,
+}
+
+fn procfs_counters(pid: i32, tid: i32) -> ProcfsCounters {
+    let procfs_task = || {
+        procfs::process::Process::new(pid)
+            .and_then(|p| p.task_from_tid(tid))
+            .expect("procfs task")
+    };
+    ProcfsCounters {
+        schedstat: procfs_task().schedstat().expect("schedstat"),
+        status: procfs_task().status().expect("status"),
+    }
+}
+
+/// Every counter in the sample `s` lies between the procfs crate's reads `before` and
+/// `after` it.
+fn assert_counters_within_procfs_reads(
+    s: &schedlab::sampler::TaskSample,
+    before: &ProcfsCounters,
+    after: &ProcfsCounters,
+) {
+    let (status_before, status_after) = (&before.status, &after.status);
+    let (before, after) = (&before.schedstat, &after.schedstat);
     let ours = s.schedstat.expect("schedstat");
     let within = |what: &str, v: u64, lo: u64, hi: u64| {
         assert!(
@@ -114,25 +148,10 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
     within(
         "sched nr_switches",
         s.sched.nr_switches.expect("nr_switches"),
-        switches(&status_before),
-        switches(&status_after),
+        switches(status_before),
+        switches(status_after),
     );
     assert!(s.sched.nr_migrations.is_some());
-    assert!(!batch.system.cpus.is_empty());
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    handle.join().expect("join");
-    // The thread is gone: a round soon after says so, without an error. (join returns
-    // when the thread's code ended; the kernel unhashes it a moment later.)
-    let deadline = std::time::Instant::now() + common::PATIENCE;
-    loop {
-        reader.sample_into(&mut batch);
-        if !batch.tasks[0].alive || std::time::Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!batch.tasks[0].alive);
-    assert_eq!(batch.tasks[0].policy(), Some(3), "last values are kept");
 }
 
 #[test]
@@ -140,8 +159,6 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
     // Another test binary's FIFO spinners would stall this SCHED_OTHER sampler thread
     // for most of a second: take the machine-wide lock for the timing.
     let _guard = common::serial();
-    const INTERVAL: Duration = Duration::from_millis(20);
-    const ROUNDS: usize = 51;
     let pid = std::process::id() as i32;
     let sampler = Sampler::spawn(
         vec![Target {
@@ -156,9 +173,26 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         INTERVAL.into(),
     )
     .expect("spawn");
-    // Beside it, the same schedule kept by a plain thread of this test (absolute
-    // deadlines, same class): how late a thread can be woken on this machine now.
-    let reference = std::thread::spawn(|| {
+    let reference = reference_thread();
+    let (seqs, times) = receive_and_recycle_rounds(&sampler);
+    assert_a_new_interval_takes_effect(&sampler);
+    drop(sampler);
+    let late = reference.join().expect("the reference thread");
+    assert_eq!(
+        seqs,
+        (0..ROUNDS as u64).collect::<Vec<_>>(),
+        "no round lost"
+    );
+    assert_rounds_keep_the_interval(&times, late);
+}
+
+const INTERVAL: Duration = Duration::from_millis(20);
+const ROUNDS: usize = 51;
+
+/// Beside the sampler, the same schedule kept by a plain thread of this test (absolute
+/// deadlines, same class): how late a thread can be woken on this machine now.
+fn reference_thread() -> std::thread::JoinHandle<Duration> {
+    std::thread::spawn(|| {
         let start = std::time::Instant::now();
         let mut worst = Duration::ZERO;
         for n in 1..ROUNDS as u32 {
@@ -167,7 +201,11 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
             worst = worst.max(std::time::Instant::now().saturating_duration_since(due));
         }
         worst
-    });
+    })
+}
+
+/// `ROUNDS` batches, each checked and handed back: their sequence numbers and times.
+fn receive_and_recycle_rounds(sampler: &Sampler) -> (Vec<u64>, Vec<u64>) {
     let mut seqs = Vec::new();
     let mut times = Vec::new();
     for _ in 0..ROUNDS {
@@ -183,8 +221,12 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
         );
         sampler.recycle(batch);
     }
-    // A new interval, set where it lives (as the workbench sets it): the handle says it
-    // at once, the rounds from the next one on.
+    (seqs, times)
+}
+
+/// A new interval, set where it lives (as the workbench sets it): the handle says it
+/// at once, the rounds from the next one on.
+fn assert_a_new_interval_takes_effect(sampler: &Sampler) {
     let slower = INTERVAL * 2;
     let shared = sampler.interval().clone();
     shared.set(slower);
@@ -196,13 +238,11 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
             .is_some_and(|b| b.interval_ns == slower.as_nanos() as u64)
     });
     assert!(carried, "a round taken at the new interval says so");
-    drop(sampler);
-    let late = reference.join().expect("the reference thread");
-    assert_eq!(
-        seqs,
-        (0..ROUNDS as u64).collect::<Vec<_>>(),
-        "no round lost"
-    );
+}
+
+/// The rounds' `times` keep the interval: in order, on average within 10 %, and no gap
+/// much over it, allowing for the reference thread's worst lateness `late`.
+fn assert_rounds_keep_the_interval(times: &[u64], late: Duration) {
     let gaps: Vec<u64> = times
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]))

@@ -73,33 +73,47 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
         "{trace}"
     );
     for name in ["writer", "reader"] {
-        let s = &task(&r, name)["sched"];
-        let ratio = num(&s["switches_vs_procfs"], "switches_vs_procfs");
-        assert!(
-            (0.98..=1.02).contains(&ratio),
-            "{name}: traced switches {} vs /proc {}: {ratio}",
-            s["switches_in"],
-            s["procfs_switches"]
-        );
-        // Latencies in whole ns (schema 3), every one in the histogram, the worst
-        // in its top bucket.
-        let w = &s["wakeup_latency"];
-        let max_ns = w["max_ns"].as_u64().expect("max_ns, integer ns") as f64;
-        let hist = s["wakeup_latency_histogram"].as_array().expect("histogram");
-        let in_hist: u64 = hist
-            .iter()
-            .map(|b| b["count"].as_u64().expect("count"))
-            .sum();
-        assert_eq!(Some(in_hist), w["count"].as_u64(), "{name}: {w}");
-        let top = hist.last().expect("a bucket");
-        assert!(
-            num(&top["low_ns"], "low") <= max_ns * 1.002
-                && max_ns <= num(&top["high_ns"], "high") * 1.002,
-            "{name}: max {max_ns} ns outside the top bucket {top}"
-        );
+        assert_switches_match_proc_and_latencies_fill_the_histogram(&task(&r, name)["sched"], name);
     }
+    assert_the_reader_is_woken_and_preempts_the_writer(&r);
+    assert_the_timeline_holds_what_the_report_counted(&r, &timeline);
+    assert_eq!(
+        r["trace"]["timeline"].as_str(),
+        timeline.to_str(),
+        "the report names the timeline"
+    );
+}
+
+/// One task's `sched` part `s`: its switches against /proc's, and its latencies.
+fn assert_switches_match_proc_and_latencies_fill_the_histogram(s: &serde_json::Value, name: &str) {
+    let ratio = num(&s["switches_vs_procfs"], "switches_vs_procfs");
+    assert!(
+        (0.98..=1.02).contains(&ratio),
+        "{name}: traced switches {} vs /proc {}: {ratio}",
+        s["switches_in"],
+        s["procfs_switches"]
+    );
+    // Latencies in whole ns (schema 3), every one in the histogram, the worst
+    // in its top bucket.
+    let w = &s["wakeup_latency"];
+    let max_ns = w["max_ns"].as_u64().expect("max_ns, integer ns") as f64;
+    let hist = s["wakeup_latency_histogram"].as_array().expect("histogram");
+    let in_hist: u64 = hist
+        .iter()
+        .map(|b| b["count"].as_u64().expect("count"))
+        .sum();
+    assert_eq!(Some(in_hist), w["count"].as_u64(), "{name}: {w}");
+    let top = hist.last().expect("a bucket");
+    assert!(
+        num(&top["low_ns"], "low") <= max_ns * 1.002
+            && max_ns <= num(&top["high_ns"], "high") * 1.002,
+        "{name}: max {max_ns} ns outside the top bucket {top}"
+    );
+}
+
+fn assert_the_reader_is_woken_and_preempts_the_writer(r: &serde_json::Value) {
     // The reader blocks on every empty pipe: each voluntary switch is one wakeup.
-    let reader = &task(&r, "reader")["sched"];
+    let reader = &task(r, "reader")["sched"];
     let (wakeups, voluntary) = (
         num(&reader["wakeups"], "wakeups"),
         num(&reader["procfs_voluntary"], "procfs_voluntary"),
@@ -110,17 +124,21 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
     );
     assert!(num(&reader["wakeup_latency"]["p50_ns"], "p50") > 0.0);
     // Under OTHER the writer is preempted by the woken reader (`wc`, named as the task).
-    let writer = &task(&r, "writer")["sched"];
+    let writer = &task(r, "writer")["sched"];
     assert!(num(&writer["preempted"], "preempted") > 1000.0, "{writer}");
     assert_eq!(writer["preemptors"][0]["comm"], "reader", "{writer}");
+}
 
-    // The timeline holds what the report counted: every switch in of the two tasks
-    // (but those inferred without a time), every sched_wakeup of the reader.
-    let bytes = std::fs::read(&timeline).expect("the timeline was written");
+/// The timeline holds what the report counted: every switch in of the two tasks
+/// (but those inferred without a time), every sched_wakeup of the reader.
+fn assert_the_timeline_holds_what_the_report_counted(r: &serde_json::Value, timeline: &Path) {
+    let trace = &r["trace"];
+    let reader = &task(r, "reader")["sched"];
+    let bytes = std::fs::read(timeline).expect("the timeline was written");
     let c = schedlab::report::perfetto::read::read(&bytes).expect("a Perfetto trace");
     let inferred = num(&trace["idle_switches_inferred"], "idle_switches_inferred") as u64;
     for name in ["writer", "reader"] {
-        let s = &task(&r, name)["sched"];
+        let s = &task(r, name)["sched"];
         let tid = s["tid"].as_i64().expect("tid") as i32;
         assert_eq!(
             c.threads.get(&tid).map(String::as_str),
@@ -149,11 +167,6 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
             .any(|n| n.starts_with("reader.policy=batch")),
         "the knob change is an instant event: {:?}",
         c.instants
-    );
-    assert_eq!(
-        r["trace"]["timeline"].as_str(),
-        timeline.to_str(),
-        "the report names the timeline"
     );
 }
 
@@ -224,26 +237,8 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
     let _serial = common::serial();
     let mounted_before = tracefs_mounted();
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("perf.data");
     let json = dir.path().join("run.json");
-    let record = Command::new("perf")
-        // On schedlab's clock, so the rows can be cut to the traced window.
-        .args(["sched", "record", "-q", "-k", "mono", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(common::exe())
-        .args(["run", "pipe-wakeup", "--duration", "1s", flag, "--json"])
-        .arg(&json)
-        .env("SCHEDLAB_JOURNAL", dir.path().join("journal.jsonl"))
-        .output()
-        .expect("perf sched record");
-    let timehist = Command::new("perf")
-        // --state: the state each run ended in, which says whether the next delay
-        // is a wake-up's (after S/D) or a preempted task's wait (after R).
-        .args(["sched", "timehist", "--state", "-i"])
-        .arg(&data)
-        .output()
-        .expect("perf sched timehist");
+    let (record, timehist) = perf_sched_record_and_timehist(dir.path(), flag, &json);
     // perf mounts tracefs for itself and leaves it: put the machine back as it was.
     if !mounted_before && tracefs_mounted() {
         let _ = nix::mount::umount("/sys/kernel/tracing");
@@ -262,20 +257,62 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
     );
     let reader = task(&r, "reader");
     let pid = reader["pid"].as_i64().expect("pid");
-    // "    4075.095304 [0000]  wc[22027]    0.004      0.003      0.002"
-    let tag = format!("[{pid}]");
     let window = &r["trace"]["window_monotonic_s"];
     let (from, to) = (
         num(&window[0], "window start"),
         num(&window[1], "window end"),
     );
+    let rows = timehist_rows(&String::from_utf8_lossy(&timehist.stdout), pid);
+    let (delays, any_delay) = perfs_delays_in_the_window(&rows, from, to);
+    assert_latencies_agree(
+        &reader["sched"]["wakeup_latency"],
+        &delays,
+        &any_delay,
+        exact,
+    );
+}
+
+/// A 1 s pipe-wakeup run with `flag`, its report in `json`, under `perf sched record`
+/// (data in `dir`): perf's record and its `timehist` of it.
+fn perf_sched_record_and_timehist(
+    dir: &Path,
+    flag: &str,
+    json: &Path,
+) -> (std::process::Output, std::process::Output) {
+    let data = dir.join("perf.data");
+    let record = Command::new("perf")
+        // On schedlab's clock, so the rows can be cut to the traced window.
+        .args(["sched", "record", "-q", "-k", "mono", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(common::exe())
+        .args(["run", "pipe-wakeup", "--duration", "1s", flag, "--json"])
+        .arg(json)
+        .env("SCHEDLAB_JOURNAL", dir.join("journal.jsonl"))
+        .output()
+        .expect("perf sched record");
+    let timehist = Command::new("perf")
+        // --state: the state each run ended in, which says whether the next delay
+        // is a wake-up's (after S/D) or a preempted task's wait (after R).
+        .args(["sched", "timehist", "--state", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf sched timehist");
+    (record, timehist)
+}
+
+/// One row of `perf sched timehist --state`: switch-out time (s), sch delay and run
+/// time (ms), and the state the run ended in.
+type TimehistRow = (f64, f64, f64, String);
+
+/// The rows of process `pid` in `timehist`'s output, in order.
+fn timehist_rows(timehist: &str, pid: i64) -> Vec<TimehistRow> {
+    // "    4075.095304 [0000]  wc[22027]    0.004      0.003      0.002"
+    let tag = format!("[{pid}]");
     // "    4075.095304 [0000]  wc[22027]    0.004      0.003      0.002      S"
     // A row is printed at the switch-out: time, then (ms) wait, sch delay, run time, and
-    // the state it left in. The reader's rows in order: a delay after an S/D row is a
-    // wake-up's (schedlab's wakeup latency), after an R row a preempted wait (its
-    // run-queue delay). Kept when the whole delay lies in schedlab's window: one that
-    // began before the trace started is not schedlab's to measure.
-    let rows: Vec<(f64, f64, f64, String)> = String::from_utf8_lossy(&timehist.stdout)
+    // the state it left in.
+    timehist
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
@@ -289,8 +326,17 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
                 f[6].to_string(),
             ))
         })
-        .collect();
-    let in_window = |(out, delay_ms, run_ms, _): &(f64, f64, f64, String)| {
+        .collect()
+}
+
+/// perf's delays (us) in schedlab's window `from`..`to`: the wake-ups', sorted, and
+/// every delay, whatever the run before it ended in.
+fn perfs_delays_in_the_window(rows: &[TimehistRow], from: f64, to: f64) -> (Vec<f64>, Vec<f64>) {
+    // The reader's rows in order: a delay after an S/D row is a wake-up's (schedlab's
+    // wakeup latency), after an R row a preempted wait (its run-queue delay). Kept when
+    // the whole delay lies in schedlab's window: one that began before the trace
+    // started is not schedlab's to measure.
+    let in_window = |(out, delay_ms, run_ms, _): &TimehistRow| {
         let switched_in = out - run_ms / 1000.0;
         let woken = switched_in - delay_ms / 1000.0;
         (woken >= from && switched_in <= to).then_some(delay_ms * 1000.0)
@@ -309,10 +355,15 @@ fn agrees_with_timehist(flag: &str, exact: Exact) {
         delays.len()
     );
     delays.sort_by(f64::total_cmp);
+    (delays, any_delay)
+}
+
+/// schedlab's wakeup latency `w` against perf's sorted `delays` (and `any_delay`), as
+/// close as `exact` says.
+fn assert_latencies_agree(w: &serde_json::Value, delays: &[f64], any_delay: &[f64], exact: Exact) {
     let perf_max = delays[delays.len() - 1];
     let perf_p99 = delays[delays.len() * 99 / 100];
     let perf_p50 = delays[delays.len() / 2];
-    let w = &reader["sched"]["wakeup_latency"];
     let (wakeup_max, p99, p50) = (
         num(&w["max_ns"], "max_ns") / 1000.0,
         num(&w["p99_ns"], "p99_ns") / 1000.0,

@@ -500,6 +500,36 @@ fn ts_survives_perfetto_truncation() {
 /// and never overlap, and every flow has both ends.
 #[test]
 fn generated_run_has_no_overlaps_as_perfetto_reads_it() {
+    let events = generated_run();
+    let names: BTreeMap<i32, String> = (10..14).map(|p| (p, format!("task-{p}"))).collect();
+    let targets: Vec<i32> = (10..18).collect();
+    let input = TimelineInput {
+        events: &events,
+        names: &names,
+        targets: &targets,
+        marks: &[],
+        title: "gen",
+    };
+    let mut buf = Vec::new();
+    let summary = write_chrome_json(&input, &mut buf).expect("write");
+    let text = String::from_utf8(buf).expect("utf8");
+    let json: Value = serde_json::from_str(&text).expect("json");
+    let (tracks, flows) = slices_and_flows_as_perfetto_reads_them(&json);
+    let mut n = 0;
+    for (key, spans) in &tracks {
+        for pair in spans.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "track {key:?}: {pair:?} overlap");
+        }
+        n += spans.len();
+    }
+    assert_eq!(n, summary.slices);
+    assert!(summary.slices > 20_000);
+    assert!(!flows.is_empty());
+    assert!(flows.values().all(|ends| ends.len() == 2));
+}
+
+/// 40,000 pseudo-random switches and wakings (a fixed seed) over 4 CPUs and 8 tasks.
+fn generated_run() -> Vec<TimelineEvent> {
     let mut x: u64 = 42;
     let mut rnd = |m: u64| {
         x = x
@@ -537,22 +567,19 @@ fn generated_run_has_no_overlaps_as_perfetto_reads_it() {
             running[cpu] = next;
         }
     }
-    let names: BTreeMap<i32, String> = (10..14).map(|p| (p, format!("task-{p}"))).collect();
-    let targets: Vec<i32> = (10..18).collect();
-    let input = TimelineInput {
-        events: &events,
-        names: &names,
-        targets: &targets,
-        marks: &[],
-        title: "gen",
-    };
-    let mut buf = Vec::new();
-    let summary = write_chrome_json(&input, &mut buf).expect("write");
-    let text = String::from_utf8(buf).expect("utf8");
-    let json: Value = serde_json::from_str(&text).expect("json");
-    let mut tracks: BTreeMap<(u64, u64), Vec<(u64, u64)>> = BTreeMap::new();
-    let mut flows: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-    for e in trace_events(&json) {
+    events
+}
+
+/// Each track's (pid, tid) slices as (start, end) ns.
+type Tracks = BTreeMap<(u64, u64), Vec<(u64, u64)>>;
+/// Each flow id's ends ("s", "f").
+type Flows = BTreeMap<u64, BTreeSet<String>>;
+
+/// The file's slices and flows, at the precision Perfetto reads its times.
+fn slices_and_flows_as_perfetto_reads_them(json: &Value) -> (Tracks, Flows) {
+    let mut tracks = Tracks::new();
+    let mut flows = Flows::new();
+    for e in trace_events(json) {
         let ts = || perfetto_ns(&e["ts"].to_string());
         match e["ph"].as_str() {
             Some("X") => {
@@ -572,15 +599,5 @@ fn generated_run_has_no_overlaps_as_perfetto_reads_it() {
             _ => {}
         }
     }
-    let mut n = 0;
-    for (key, spans) in &tracks {
-        for pair in spans.windows(2) {
-            assert!(pair[0].1 <= pair[1].0, "track {key:?}: {pair:?} overlap");
-        }
-        n += spans.len();
-    }
-    assert_eq!(n, summary.slices);
-    assert!(summary.slices > 20_000);
-    assert!(!flows.is_empty());
-    assert!(flows.values().all(|ends| ends.len() == 2));
+    (tracks, flows)
 }
