@@ -22,19 +22,7 @@ impl App {
                 Vec::new()
             }
             Action::Reattached { tasks, kept, gone } => {
-                self.join(tasks);
-                let mut line = Vec::new();
-                if !kept.is_empty() {
-                    line.push(format!("attached again: {}", kept.join(", ")));
-                }
-                if !gone.is_empty() {
-                    line.push(format!(
-                        "exited since it was picked, so no longer attached: {}",
-                        gone.join(", ")
-                    ));
-                }
-                // One line; an exit is what the user did not ask for.
-                self.tell(line.join("; "), !gone.is_empty());
+                self.reattached(tasks, &kept, &gone);
                 Vec::new()
             }
             Action::KnobResult { setting, result } => {
@@ -98,6 +86,23 @@ impl App {
                 .interval
                 .set(Duration::from_nanos(batch.interval_ns));
         }
+    }
+
+    /// A restart found the picked processes again (`kept`) or not (`gone`).
+    fn reattached(&mut self, tasks: Vec<TaskInfo>, kept: &[String], gone: &[String]) {
+        self.join(tasks);
+        let mut line = Vec::new();
+        if !kept.is_empty() {
+            line.push(format!("attached again: {}", kept.join(", ")));
+        }
+        if !gone.is_empty() {
+            line.push(format!(
+                "exited since it was picked, so no longer attached: {}",
+                gone.join(", ")
+            ));
+        }
+        // One line; an exit is what the user did not ask for.
+        self.tell(line.join("; "), !gone.is_empty());
     }
 
     /// Tasks that joined the running experiment, after the others in task order.
