@@ -153,101 +153,27 @@ fn num(v: &Value, what: &str) -> f64 {
 /// more busy is reported as notable (the load may be its cause).
 fn documented_verdict(f: &Value) -> &'static str {
     let d = &f["details"];
-    let v = |key: &str| num(&d[key], key);
-    let band = |x: f64, ok: f64, problem: f64| {
-        if x > problem {
-            "problem"
-        } else if x > ok {
-            "notable"
-        } else {
-            "ok"
-        }
-    };
-    let worst = |a: &'static str, b: &'static str| {
-        let rank = |v| ["ok", "notable", "problem"].iter().position(|x| *x == v);
-        if rank(a) >= rank(b) {
-            a
-        } else {
-            b
-        }
-    };
     let judged = match f["id"].as_str().unwrap_or("") {
-        // p99 <= 200 us and max <= 2 ms; problem past p99 2 ms or max 50 ms.
-        "wakeup_latency_other" | "wakeup_latency_fifo" => worst(
-            band(v("p99_ns") / 1e3, 200.0, 2000.0),
-            band(v("max_ns") / 1e3, 2000.0, 50_000.0),
-        ),
-        // Another process' request makes it notable; so does a ratio of 1.3x either way,
-        // and no difference while other load kept all but half a CPU busy.
-        "pm_qos_latency" => {
-            let ratio = v("latency_ratio");
-            let cpus = v("cpus");
-            let busy = d["chunks_other_load_cpus"]
-                .as_f64()
-                .is_some_and(|l| l >= (cpus - 0.5).max(0.5));
-            if !d["foreign_target_us"].is_null() || ratio >= 1.3 || ratio <= 1.0 / 1.3 || busy {
-                "notable"
-            } else {
-                "ok"
-            }
-        }
-        "switch_cost_same_cpu" => band(v("us_per_op"), 10.0, 30.0),
-        "switch_cost_cross_cpu" => band(v("us_per_op"), 30.0, 200.0),
+        "wakeup_latency_other" | "wakeup_latency_fifo" => wakeup_latency_verdict(d),
+        "pm_qos_latency" => pm_qos_verdict(d),
+        "switch_cost_same_cpu" => band(field(d, "us_per_op"), 10.0, 30.0),
+        "switch_cost_cross_cpu" => band(field(d, "us_per_op"), 30.0, 200.0),
         "traced_wakeup_latency" => band(
             num(&d["wakeup_latency"]["p99_ns"], "p99") / 1e3,
             50.0,
             200.0,
         ),
-        "pipe_wakeup_batch_ratio" => {
-            let slow = d["batch_runs"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r["regime"] == "slow"));
-            let ratio = num(&f["value"], "ratio");
-            if slow || (0.9..1.5).contains(&ratio) {
-                "notable"
-            } else if ratio < 0.9 {
-                "problem"
-            } else {
-                "ok"
-            }
-        }
+        "pipe_wakeup_batch_ratio" => pipe_wakeup_verdict(f),
         "nice_fairness_error" => {
-            let split = band(v("split_error"), 0.03, 0.10);
-            worst(split, band(v("fairness_error"), 0.03, f64::INFINITY))
+            let split = band(field(d, "split_error"), 0.03, 0.10);
+            worst(split, band(field(d, "fairness_error"), 0.03, f64::INFINITY))
         }
-        "fifo_fair_share" => {
-            let (got, promised) = (v("measured_share"), v("expected_share"));
-            let ratio = got / promised;
-            if !d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty)
-                || d["rt_runtime_period_seen"].as_array().map_or(0, Vec::len) > 1
-            {
-                "notable"
-            } else if ratio < 0.3 && promised - got > 0.01 {
-                "problem"
-            } else if (0.6..=1.5).contains(&ratio) || (got - promised).abs() <= 0.01 {
-                "ok"
-            } else {
-                "notable"
-            }
-        }
-        "steal_time" => {
-            let worst_cpu = d["per_cpu"]
-                .as_array()
-                .map(|c| {
-                    c.iter()
-                        .map(|c| num(&c["steal_share"], "steal_share"))
-                        .fold(0.0, f64::max)
-                })
-                .unwrap_or(0.0);
-            worst(
-                band(v("steal_share"), 0.02, 0.10),
-                band(worst_cpu, 0.05, 0.20),
-            )
-        }
-        "cpu_speed" => band(v("spread_fraction"), 0.10, 0.25),
+        "fifo_fair_share" => fifo_fair_share_verdict(d),
+        "steal_time" => steal_verdict(d),
+        "cpu_speed" => band(field(d, "spread_fraction"), 0.10, 0.25),
         // As root with RT sysctls writable: notable while any other knob is read-only.
         "knobs" => {
-            if v("read_only") > 0.0 {
+            if field(d, "read_only") > 0.0 {
                 "notable"
             } else {
                 "ok"
@@ -380,254 +306,18 @@ fn agrees(what: &str, ours: f64, refs: &[f64], ratio: f64) {
 /// Linux 6.18, root, RT throttling 950000/1000000) and against the reference tools.
 fn assert_physics(report: &Value, before: &Measured, after: &Measured) {
     let cpus = report["cpus"].as_u64().expect("cpus") as f64;
-    for f in report["findings"].as_array().expect("findings") {
-        let id = f["id"].as_str().unwrap_or("");
-        assert!(
-            f["details"].get("skipped").is_none(),
-            "{id} was skipped: {f}"
-        );
-        assert_eq!(
-            f["verdict"].as_str(),
-            Some(documented_verdict(f)),
-            "{id}: the verdict does not follow the documented thresholds from its own numbers: {f}"
-        );
-    }
-
-    // Timer wakeups: 1 s of 1 ms periods is 1000 wakeups; percentiles in order; the value
-    // is the p99. The median cannot be a whole period late, or the loop could not keep
-    // its 1 ms period. SCHED_OTHER carries the timer slack the check inherits from us.
-    let own_slack: f64 = std::fs::read_to_string("/proc/self/timerslack_ns")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .expect("timerslack_ns");
-    for (id, prio) in [("wakeup_latency_other", 0), ("wakeup_latency_fifo", 80)] {
-        let d = &finding(report, id)["details"];
-        // Latencies are integer ns in the JSON; the headline value is the p99 in us.
-        let p = |k: &str| num(&d[&format!("{k}_ns")], k) / 1e3;
-        assert_eq!(
-            num(&finding(report, id)["value"], "value"),
-            p("p99"),
-            "{id}"
-        );
-        assert_eq!(
-            d["samples"], 1000,
-            "{id}: one wakeup per 1 ms period of 1 s"
-        );
-        assert_eq!(d["interval_ns"], 1_000_000, "{id}: a 1 ms period");
-        // No percentile can be below the fastest wakeup or above the slowest, and the
-        // median cannot be a whole period late, or the loop could not keep its period.
-        let order = [p("min"), p("p50"), p("p90"), p("p99"), p("p999"), p("max")];
-        assert!(
-            order.windows(2).all(|w| w[0] <= w[1]),
-            "{id}: percentiles out of order {order:?}"
-        );
-        assert!(
-            p("min") > 0.0 && p("p50") < 1000.0,
-            "{id}: min {} us, median {} us",
-            p("min"),
-            p("p50")
-        );
-        assert_eq!(
-            d["policy_at_end"], "other",
-            "{id}: the thread ends SCHED_OTHER"
-        );
-        assert_eq!(d["priority"], prio, "{id}");
-        let slack = if prio == 0 { own_slack } else { 0.0 };
-        assert_eq!(num(&d["timer_slack_ns"], "timer_slack_ns"), slack, "{id}");
-    }
-    // The same loop in C (benches/reference/cyclic.c), run before and after the check:
-    // the medians measure the same path (hrtimer interrupt, wakeup, switch, plus the
-    // 50 us slack for OTHER) and agree within 2x. Not closer: this VM's host puts the
-    // path in one of two regimes and flips between them at any moment, FIFO p50 33-37 us
-    // or 48-63 us (the C loop alone, pinned to either CPU, shows both; one CI run had
-    // both references at 33-37 around a check at 58.6, a ratio of 1.57). p99 and max are
-    // what other load and the host did in that second, different for every run:
-    // printed, not compared.
-    for (id, pick) in [
-        (
-            "wakeup_latency_other",
-            (|m: &Measured| m.other) as fn(&Measured) -> Wakeups,
-        ),
-        ("wakeup_latency_fifo", |m: &Measured| m.fifo),
-    ] {
-        let d = &finding(report, id)["details"];
-        let refs = [pick(before), pick(after)];
-        agrees(
-            &format!("{id} p50 us"),
-            num(&d["p50_ns"], "p50") / 1e3,
-            &refs.map(|w| w.p50),
-            2.0,
-        );
-        eprintln!(
-            "{id}: p99 {:.0} us (references {:.0}, {:.0}), max {:.0} us (references {:.0}, {:.0})",
-            num(&d["p99_ns"], "p99") / 1e3,
-            refs[0].p99,
-            refs[1].p99,
-            num(&d["max_ns"], "max") / 1e3,
-            refs[0].max,
-            refs[1].max
-        );
-    }
-
-    // One-CPU round trip: perf bench sched pipe -T pinned to the same CPU is the same
-    // thing (two threads, two pipes, 4 bytes each way, usecs/op = elapsed / loops), each
-    // the mean of tens of thousands of round trips: they agree within 1.5x, which is one
-    // more nice-0 hog on that CPU in one run than in the other (the pair then gets 2/3).
-    let same = finding(report, "switch_cost_same_cpu");
-    let same_us = num(&same["value"], "same");
-    assert_eq!(num(&same["details"]["us_per_op"], "us_per_op"), same_us);
-    assert!(same["details"]["loops"].as_u64().is_some_and(|n| n > 1000));
-    agrees(
-        "switch_cost_same_cpu us/op",
-        same_us,
-        &[before.pipe_us, after.pipe_us],
-        1.5,
-    );
-
-    // Across CPUs on a VM the wakeup is an IPI the host delivers to the other vCPU: dearer
-    // than a switch on one CPU.
-    let cross = finding(report, "switch_cost_cross_cpu");
-    let cross_us = num(&cross["value"], "cross");
-    let ratio = num(&cross["details"]["ratio_to_same_cpu"], "ratio");
-    assert!(
-        (ratio - cross_us / same_us).abs() < 1e-6 * ratio,
-        "ratio {ratio}"
-    );
-    if report["vm"] == true {
-        assert!(
-            ratio > 1.0,
-            "cross-CPU {cross_us} us/op against one CPU {same_us} on a VM"
-        );
-    }
-
-    // Traced: each round trip holds two wakeups-to-running of the pair, so the median
-    // wakeup latency is below a whole round trip; no event lost; every wakeup (but one
-    // cut by the trace's end) was followed by a switch-in.
-    let traced = &finding(report, "traced_wakeup_latency")["details"];
-    assert_eq!(traced["lost"], 0);
-    let w = &traced["wakeup_latency"];
-    let t50 = num(&w["p50_ns"], "p50") / 1e3;
-    assert!(t50 > 0.0, "a traced wakeup takes time: {w}");
-    // The headline is the woken side's p99, in us, from the same nanoseconds.
-    assert_eq!(
-        finding(report, "traced_wakeup_latency")["value"].as_f64(),
-        Some(num(&w["p99_ns"], "p99") / 1e3),
-        "{w}"
-    );
-    assert!(
-        t50 < same_us,
-        "traced p50 {t50} us against a {same_us} us round trip"
-    );
-    let wakeups = traced["wakeups"].as_u64().expect("wakeups");
-    assert!(wakeups > 1000 && traced["switches_in"].as_u64().expect("switches_in") + 1 >= wakeups);
-
-    // pipe-wakeup: the value is the ratio of the two runs' bytes/s; each run's regime
-    // follows the documented 10,000 involuntary switches/s.
-    let pw = finding(report, "pipe_wakeup_batch_ratio");
-    let d = &pw["details"];
-    let other = num(&d["other_bytes_per_s"], "other bytes/s");
-    assert!(other > 0.0);
-    let best = num(&d["batch_best_bytes_per_s"], "batch bytes/s");
-    assert!((num(&pw["value"], "ratio") - best / other).abs() < 1e-9 * best / other);
-    for r in d["batch_runs"].as_array().expect("batch_runs") {
-        let slow = num(&r["writer_involuntary_per_s"], "involuntary") > 10_000.0;
-        assert_eq!(r["regime"], if slow { "slow" } else { "fast" }, "{r}");
-    }
-
-    // nice-ladder: 21 busy loops fill every CPU, so the ideal is all of them; they cannot
-    // get more than the machine has.
-    let fair = finding(report, "nice_fairness_error");
-    let d = &fair["details"];
-    assert_eq!(d["tasks"], 21);
-    assert!((num(&d["ideal_cpus"], "ideal") - cpus).abs() < 1e-6, "{d}");
-    assert!(num(&d["ladder_cpus"], "ladder") <= cpus * 1.02, "{d}");
-    assert!(
-        (num(&fair["value"], "value") - 100.0 * num(&d["fairness_error"], "error")).abs() < 1e-9
-    );
-
-    // rt-throttle: the promise is 1 - runtime/period read from /proc now (5 %), or the
-    // fair server's 5 % on 6.12+; the fair thread gets it within the documented 0.6-1.5x
-    // (throttling is a timer, not a load effect), and with the spinner holds one CPU.
-    let fifo = finding(report, "fifo_fair_share");
-    let d = &fifo["details"];
-    let read = |k: &str| -> f64 {
-        std::fs::read_to_string(format!("/proc/sys/kernel/{k}"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .expect(k)
-    };
-    let throttle = 1.0 - read("sched_rt_runtime_us") / read("sched_rt_period_us");
-    let promise = throttle.max(0.05);
-    assert!(
-        (num(&d["expected_share"], "expected") - promise).abs() < 1e-9,
-        "{d}"
-    );
-    let got = num(&d["measured_share"], "measured");
-    assert_eq!(num(&fifo["value"], "value"), got * 100.0);
-    // Under other load (a CPU hog beside the suite) the fair thread was seen getting
-    // up to 1.64x the promise in a 2 s run: the throttle's windows are timers, and a
-    // loaded VM fires them late. The check then says so (notable, with the load in the
-    // explanation) rather than passing it as the machine's figure; 0.2 CPUs is the
-    // README's threshold for that note.
-    let loaded = num(&d["other_load_cpus"], "other load") >= 0.2;
-    if d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty) {
-        if (0.6..=1.5).contains(&(got / promise)) {
-            assert_eq!(fifo["verdict"], "ok", "{fifo}");
-        } else {
-            assert!(
-                loaded && got / promise >= 0.6,
-                "fair share {got} against {promise} without other load: {d}"
-            );
-            assert_eq!(fifo["verdict"], "notable", "{fifo}");
-            assert!(
-                fifo["explanation"]
-                    .as_str()
-                    .is_some_and(|e| e.contains("CPUs busy")),
-                "the other load is named: {fifo}"
-            );
-        }
-    }
-    assert!(got + num(&d["fifo_share"], "fifo share") <= 1.02, "{d}");
-
-    // Steal: a share of the time; per CPU, for every CPU.
-    let steal = finding(report, "steal_time");
-    let total = num(&steal["details"]["steal_share"], "steal_share");
-    assert!((0.0..=1.0).contains(&total));
-    assert_eq!(
-        steal["details"]["per_cpu"].as_array().map(Vec::len),
-        Some(cpus as usize)
-    );
-
-    // Spin rate: per CPU second at least what it is per wall second (a thread never has
-    // more CPU time than wall time); current x86 at GHz runs well over 1e8 iterations.
-    let speed = finding(report, "cpu_speed");
-    for c in speed["details"]["per_cpu"].as_array().expect("per_cpu") {
-        let (on_cpu, on_wall) = (
-            num(&c["iterations_per_cpu_s"], "cpu"),
-            num(&c["iterations_per_wall_s"], "wall"),
-        );
-        assert!(on_cpu > 1e8 && on_wall <= on_cpu * 1.01, "{c}");
-    }
-    assert!((0.0..1.0).contains(&num(
-        &speed["details"]["spread_fraction"],
-        "spread_fraction"
-    )));
-
-    // Knobs: as root the RT sysctls are writable; the value counts the writable ones.
-    let knobs = finding(report, "knobs");
-    let d = &knobs["details"];
-    assert_eq!(d["root"], true);
-    let writable: Vec<&str> = d["writable_knobs"]
-        .as_array()
-        .expect("writable_knobs")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        writable.contains(&"sys.rt_runtime_us") && writable.contains(&"sys.rt_period_us"),
-        "{d}"
-    );
-    assert_eq!(num(&knobs["value"], "value"), writable.len() as f64);
+    assert_documented_verdicts(report);
+    assert_timer_wakeups(report);
+    assert_wakeups_agree_with_cyclic(report, before, after);
+    let same_us = assert_same_cpu_round_trip(report, before, after);
+    assert_cross_cpu_round_trip(report, same_us);
+    assert_traced_wakeups(report, same_us);
+    assert_pipe_wakeup(report);
+    assert_nice_ladder(report, cpus);
+    assert_rt_throttle(report);
+    assert_steal(report, cpus);
+    assert_cpu_speed(report);
+    assert_knobs(report);
 }
 
 /// The references around the check: timer wakeups OTHER and FIFO 80, and the pipe.
@@ -754,4 +444,375 @@ fn an_interrupted_check_still_reports_every_finding_and_ends_promptly() {
         .count();
     assert!(skipped >= 5, "what had not run is marked skipped: {out}");
     assert_nothing_left(&rt_before);
+}
+
+/// The number `key` of a finding's details.
+fn field(d: &Value, key: &str) -> f64 {
+    num(&d[key], key)
+}
+
+/// ok while `x` <= `ok`, problem beyond `problem`, notable between.
+fn band(x: f64, ok: f64, problem: f64) -> &'static str {
+    if x > problem {
+        "problem"
+    } else if x > ok {
+        "notable"
+    } else {
+        "ok"
+    }
+}
+
+/// The worse of two verdicts.
+fn worst(a: &'static str, b: &'static str) -> &'static str {
+    let rank = |v| ["ok", "notable", "problem"].iter().position(|x| *x == v);
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// p99 <= 200 us and max <= 2 ms; problem past p99 2 ms or max 50 ms.
+fn wakeup_latency_verdict(d: &Value) -> &'static str {
+    worst(
+        band(field(d, "p99_ns") / 1e3, 200.0, 2000.0),
+        band(field(d, "max_ns") / 1e3, 2000.0, 50_000.0),
+    )
+}
+
+/// Another process' request makes it notable; so does a ratio of 1.3x either way,
+/// and no difference while other load kept all but half a CPU busy.
+fn pm_qos_verdict(d: &Value) -> &'static str {
+    let ratio = field(d, "latency_ratio");
+    let cpus = field(d, "cpus");
+    let busy = d["chunks_other_load_cpus"]
+        .as_f64()
+        .is_some_and(|l| l >= (cpus - 0.5).max(0.5));
+    if !d["foreign_target_us"].is_null() || ratio >= 1.3 || ratio <= 1.0 / 1.3 || busy {
+        "notable"
+    } else {
+        "ok"
+    }
+}
+
+fn pipe_wakeup_verdict(f: &Value) -> &'static str {
+    let slow = f["details"]["batch_runs"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|r| r["regime"] == "slow"));
+    let ratio = num(&f["value"], "ratio");
+    if slow || (0.9..1.5).contains(&ratio) {
+        "notable"
+    } else if ratio < 0.9 {
+        "problem"
+    } else {
+        "ok"
+    }
+}
+
+fn fifo_fair_share_verdict(d: &Value) -> &'static str {
+    let (got, promised) = (field(d, "measured_share"), field(d, "expected_share"));
+    let ratio = got / promised;
+    if !d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty)
+        || d["rt_runtime_period_seen"].as_array().map_or(0, Vec::len) > 1
+    {
+        "notable"
+    } else if ratio < 0.3 && promised - got > 0.01 {
+        "problem"
+    } else if (0.6..=1.5).contains(&ratio) || (got - promised).abs() <= 0.01 {
+        "ok"
+    } else {
+        "notable"
+    }
+}
+
+fn steal_verdict(d: &Value) -> &'static str {
+    let worst_cpu = d["per_cpu"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|c| num(&c["steal_share"], "steal_share"))
+                .fold(0.0, f64::max)
+        })
+        .unwrap_or(0.0);
+    worst(
+        band(field(d, "steal_share"), 0.02, 0.10),
+        band(worst_cpu, 0.05, 0.20),
+    )
+}
+
+/// Nothing skipped, and every verdict follows the documented thresholds.
+fn assert_documented_verdicts(report: &Value) {
+    for f in report["findings"].as_array().expect("findings") {
+        let id = f["id"].as_str().unwrap_or("");
+        assert!(
+            f["details"].get("skipped").is_none(),
+            "{id} was skipped: {f}"
+        );
+        assert_eq!(
+            f["verdict"].as_str(),
+            Some(documented_verdict(f)),
+            "{id}: the verdict does not follow the documented thresholds from its own numbers: {f}"
+        );
+    }
+}
+
+/// Timer wakeups: 1 s of 1 ms periods is 1000 wakeups; percentiles in order; the value
+/// is the p99. The median cannot be a whole period late, or the loop could not keep
+/// its 1 ms period. SCHED_OTHER carries the timer slack the check inherits from us.
+fn assert_timer_wakeups(report: &Value) {
+    let own_slack: f64 = std::fs::read_to_string("/proc/self/timerslack_ns")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .expect("timerslack_ns");
+    for (id, prio) in [("wakeup_latency_other", 0), ("wakeup_latency_fifo", 80)] {
+        let d = &finding(report, id)["details"];
+        // Latencies are integer ns in the JSON; the headline value is the p99 in us.
+        let p = |k: &str| num(&d[&format!("{k}_ns")], k) / 1e3;
+        assert_eq!(
+            num(&finding(report, id)["value"], "value"),
+            p("p99"),
+            "{id}"
+        );
+        assert_eq!(
+            d["samples"], 1000,
+            "{id}: one wakeup per 1 ms period of 1 s"
+        );
+        assert_eq!(d["interval_ns"], 1_000_000, "{id}: a 1 ms period");
+        // No percentile can be below the fastest wakeup or above the slowest, and the
+        // median cannot be a whole period late, or the loop could not keep its period.
+        let order = [p("min"), p("p50"), p("p90"), p("p99"), p("p999"), p("max")];
+        assert!(
+            order.windows(2).all(|w| w[0] <= w[1]),
+            "{id}: percentiles out of order {order:?}"
+        );
+        assert!(
+            p("min") > 0.0 && p("p50") < 1000.0,
+            "{id}: min {} us, median {} us",
+            p("min"),
+            p("p50")
+        );
+        assert_eq!(
+            d["policy_at_end"], "other",
+            "{id}: the thread ends SCHED_OTHER"
+        );
+        assert_eq!(d["priority"], prio, "{id}");
+        let slack = if prio == 0 { own_slack } else { 0.0 };
+        assert_eq!(num(&d["timer_slack_ns"], "timer_slack_ns"), slack, "{id}");
+    }
+}
+
+/// The same loop in C (benches/reference/cyclic.c), run before and after the check:
+/// the medians measure the same path (hrtimer interrupt, wakeup, switch, plus the
+/// 50 us slack for OTHER) and agree within 2x. Not closer: this VM's host puts the
+/// path in one of two regimes and flips between them at any moment, FIFO p50 33-37 us
+/// or 48-63 us (the C loop alone, pinned to either CPU, shows both; one CI run had
+/// both references at 33-37 around a check at 58.6, a ratio of 1.57). p99 and max are
+/// what other load and the host did in that second, different for every run:
+/// printed, not compared.
+fn assert_wakeups_agree_with_cyclic(report: &Value, before: &Measured, after: &Measured) {
+    for (id, pick) in [
+        (
+            "wakeup_latency_other",
+            (|m: &Measured| m.other) as fn(&Measured) -> Wakeups,
+        ),
+        ("wakeup_latency_fifo", |m: &Measured| m.fifo),
+    ] {
+        let d = &finding(report, id)["details"];
+        let refs = [pick(before), pick(after)];
+        agrees(
+            &format!("{id} p50 us"),
+            num(&d["p50_ns"], "p50") / 1e3,
+            &refs.map(|w| w.p50),
+            2.0,
+        );
+        eprintln!(
+            "{id}: p99 {:.0} us (references {:.0}, {:.0}), max {:.0} us (references {:.0}, {:.0})",
+            num(&d["p99_ns"], "p99") / 1e3,
+            refs[0].p99,
+            refs[1].p99,
+            num(&d["max_ns"], "max") / 1e3,
+            refs[0].max,
+            refs[1].max
+        );
+    }
+}
+
+/// One-CPU round trip: perf bench sched pipe -T pinned to the same CPU is the same
+/// thing (two threads, two pipes, 4 bytes each way, usecs/op = elapsed / loops), each
+/// the mean of tens of thousands of round trips: they agree within 1.5x, which is one
+/// more nice-0 hog on that CPU in one run than in the other (the pair then gets 2/3).
+/// Returns the round trip in us.
+fn assert_same_cpu_round_trip(report: &Value, before: &Measured, after: &Measured) -> f64 {
+    let same = finding(report, "switch_cost_same_cpu");
+    let same_us = num(&same["value"], "same");
+    assert_eq!(num(&same["details"]["us_per_op"], "us_per_op"), same_us);
+    assert!(same["details"]["loops"].as_u64().is_some_and(|n| n > 1000));
+    agrees(
+        "switch_cost_same_cpu us/op",
+        same_us,
+        &[before.pipe_us, after.pipe_us],
+        1.5,
+    );
+    same_us
+}
+
+/// Across CPUs on a VM the wakeup is an IPI the host delivers to the other vCPU: dearer
+/// than a switch on one CPU.
+fn assert_cross_cpu_round_trip(report: &Value, same_us: f64) {
+    let cross = finding(report, "switch_cost_cross_cpu");
+    let cross_us = num(&cross["value"], "cross");
+    let ratio = num(&cross["details"]["ratio_to_same_cpu"], "ratio");
+    assert!(
+        (ratio - cross_us / same_us).abs() < 1e-6 * ratio,
+        "ratio {ratio}"
+    );
+    if report["vm"] == true {
+        assert!(
+            ratio > 1.0,
+            "cross-CPU {cross_us} us/op against one CPU {same_us} on a VM"
+        );
+    }
+}
+
+/// Traced: each round trip holds two wakeups-to-running of the pair, so the median
+/// wakeup latency is below a whole round trip; no event lost; every wakeup (but one
+/// cut by the trace's end) was followed by a switch-in.
+fn assert_traced_wakeups(report: &Value, same_us: f64) {
+    let traced = &finding(report, "traced_wakeup_latency")["details"];
+    assert_eq!(traced["lost"], 0);
+    let w = &traced["wakeup_latency"];
+    let t50 = num(&w["p50_ns"], "p50") / 1e3;
+    assert!(t50 > 0.0, "a traced wakeup takes time: {w}");
+    // The headline is the woken side's p99, in us, from the same nanoseconds.
+    assert_eq!(
+        finding(report, "traced_wakeup_latency")["value"].as_f64(),
+        Some(num(&w["p99_ns"], "p99") / 1e3),
+        "{w}"
+    );
+    assert!(
+        t50 < same_us,
+        "traced p50 {t50} us against a {same_us} us round trip"
+    );
+    let wakeups = traced["wakeups"].as_u64().expect("wakeups");
+    assert!(wakeups > 1000 && traced["switches_in"].as_u64().expect("switches_in") + 1 >= wakeups);
+}
+
+/// pipe-wakeup: the value is the ratio of the two runs' bytes/s; each run's regime
+/// follows the documented 10,000 involuntary switches/s.
+fn assert_pipe_wakeup(report: &Value) {
+    let pw = finding(report, "pipe_wakeup_batch_ratio");
+    let d = &pw["details"];
+    let other = num(&d["other_bytes_per_s"], "other bytes/s");
+    assert!(other > 0.0);
+    let best = num(&d["batch_best_bytes_per_s"], "batch bytes/s");
+    assert!((num(&pw["value"], "ratio") - best / other).abs() < 1e-9 * best / other);
+    for r in d["batch_runs"].as_array().expect("batch_runs") {
+        let slow = num(&r["writer_involuntary_per_s"], "involuntary") > 10_000.0;
+        assert_eq!(r["regime"], if slow { "slow" } else { "fast" }, "{r}");
+    }
+}
+
+/// nice-ladder: 21 busy loops fill every CPU, so the ideal is all of them; they cannot
+/// get more than the machine has.
+fn assert_nice_ladder(report: &Value, cpus: f64) {
+    let fair = finding(report, "nice_fairness_error");
+    let d = &fair["details"];
+    assert_eq!(d["tasks"], 21);
+    assert!((num(&d["ideal_cpus"], "ideal") - cpus).abs() < 1e-6, "{d}");
+    assert!(num(&d["ladder_cpus"], "ladder") <= cpus * 1.02, "{d}");
+    assert!(
+        (num(&fair["value"], "value") - 100.0 * num(&d["fairness_error"], "error")).abs() < 1e-9
+    );
+}
+
+/// rt-throttle: the promise is 1 - runtime/period read from /proc now (5 %), or the
+/// fair server's 5 % on 6.12+; the fair thread gets it within the documented 0.6-1.5x
+/// (throttling is a timer, not a load effect), and with the spinner holds one CPU.
+fn assert_rt_throttle(report: &Value) {
+    let fifo = finding(report, "fifo_fair_share");
+    let d = &fifo["details"];
+    let read = |k: &str| -> f64 {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{k}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .expect(k)
+    };
+    let throttle = 1.0 - read("sched_rt_runtime_us") / read("sched_rt_period_us");
+    let promise = throttle.max(0.05);
+    assert!(
+        (num(&d["expected_share"], "expected") - promise).abs() < 1e-9,
+        "{d}"
+    );
+    let got = num(&d["measured_share"], "measured");
+    assert_eq!(num(&fifo["value"], "value"), got * 100.0);
+    // Under other load (a CPU hog beside the suite) the fair thread was seen getting
+    // up to 1.64x the promise in a 2 s run: the throttle's windows are timers, and a
+    // loaded VM fires them late. The check then says so (notable, with the load in the
+    // explanation) rather than passing it as the machine's figure; 0.2 CPUs is the
+    // README's threshold for that note.
+    let loaded = num(&d["other_load_cpus"], "other load") >= 0.2;
+    if d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty) {
+        if (0.6..=1.5).contains(&(got / promise)) {
+            assert_eq!(fifo["verdict"], "ok", "{fifo}");
+        } else {
+            assert!(
+                loaded && got / promise >= 0.6,
+                "fair share {got} against {promise} without other load: {d}"
+            );
+            assert_eq!(fifo["verdict"], "notable", "{fifo}");
+            assert!(
+                fifo["explanation"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("CPUs busy")),
+                "the other load is named: {fifo}"
+            );
+        }
+    }
+    assert!(got + num(&d["fifo_share"], "fifo share") <= 1.02, "{d}");
+}
+
+/// Steal: a share of the time; per CPU, for every CPU.
+fn assert_steal(report: &Value, cpus: f64) {
+    let steal = finding(report, "steal_time");
+    let total = num(&steal["details"]["steal_share"], "steal_share");
+    assert!((0.0..=1.0).contains(&total));
+    assert_eq!(
+        steal["details"]["per_cpu"].as_array().map(Vec::len),
+        Some(cpus as usize)
+    );
+}
+
+/// Spin rate: per CPU second at least what it is per wall second (a thread never has
+/// more CPU time than wall time); current x86 at GHz runs well over 1e8 iterations.
+fn assert_cpu_speed(report: &Value) {
+    let speed = finding(report, "cpu_speed");
+    for c in speed["details"]["per_cpu"].as_array().expect("per_cpu") {
+        let (on_cpu, on_wall) = (
+            num(&c["iterations_per_cpu_s"], "cpu"),
+            num(&c["iterations_per_wall_s"], "wall"),
+        );
+        assert!(on_cpu > 1e8 && on_wall <= on_cpu * 1.01, "{c}");
+    }
+    assert!((0.0..1.0).contains(&num(
+        &speed["details"]["spread_fraction"],
+        "spread_fraction"
+    )));
+}
+
+/// Knobs: as root the RT sysctls are writable; the value counts the writable ones.
+fn assert_knobs(report: &Value) {
+    let knobs = finding(report, "knobs");
+    let d = &knobs["details"];
+    assert_eq!(d["root"], true);
+    let writable: Vec<&str> = d["writable_knobs"]
+        .as_array()
+        .expect("writable_knobs")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        writable.contains(&"sys.rt_runtime_us") && writable.contains(&"sys.rt_period_us"),
+        "{d}"
+    );
+    assert_eq!(num(&knobs["value"], "value"), writable.len() as f64);
 }

@@ -391,21 +391,8 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     schedlab::knob::task::set_own_realtime(99, false).expect("FIFO 99 for the test thread");
     let _demote = Demote;
     let dir = tempfile::tempdir().expect("tempdir");
-    let cpus = schedlab::system::online_cpus().count().to_string();
-    let count = format!("busy.count={cpus}");
-    let args = [
-        "tui",
-        "nice-ladder",
-        "--set",
-        "busy.nice=0",
-        "--set",
-        count.as_str(),
-        "--set",
-        "busy.policy=fifo",
-    ];
     let trace = dir.path().join("trace");
-    let env = format!("SCHEDLAB_TRACE={}", trace.display());
-    let Some(t) = Tmux::start_with(&args, &dir.path().join("j"), &env) else {
+    let Some(t) = start_fifo_spinners_on_every_cpu(dir.path(), &trace) else {
         return;
     };
     assert!(
@@ -418,7 +405,48 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         "samples arrive: {}",
         t.screen()
     );
-    // Toggle the teaching note and back, twice; each key must show while the spinners run.
+    let (visible, runnable_mean, runnable_max) = toggle_the_note_twice(&t);
+    let own = traced_key_to_draw_us(&trace);
+    eprintln!(
+        "under FIFO spinners on every CPU (RT {runtime_us}/{period_us} us): schedlab key->draw {own:?} us; key sent -> visible in tmux {visible:?}; runnable tasks {runnable_mean:.1} mean, {runnable_max} max"
+    );
+    assert_key_to_draw_within_the_throttled_window(&own, runtime_us, period_us);
+    assert_keys_show_within_two_pty_crossings(&visible, runnable_max, runtime_us, period_us);
+    // The screen says why the terminal itself may lag, once two /proc/stat rounds
+    // (100 ms apart) show the CPUs held: the keys above may all be done before that.
+    assert!(
+        t.wait_for("RT HOLDS ALL CPUS", PATIENCE).is_some(),
+        "{}",
+        t.screen()
+    );
+    t.quit();
+}
+
+/// The workbench on nice-ladder with a nice-0 FIFO spinner per online CPU, tracing its
+/// own key-to-draw times to `trace`.
+fn start_fifo_spinners_on_every_cpu(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+) -> Option<Tmux> {
+    let cpus = schedlab::system::online_cpus().count().to_string();
+    let count = format!("busy.count={cpus}");
+    let args = [
+        "tui",
+        "nice-ladder",
+        "--set",
+        "busy.nice=0",
+        "--set",
+        count.as_str(),
+        "--set",
+        "busy.policy=fifo",
+    ];
+    let env = format!("SCHEDLAB_TRACE={}", trace.display());
+    Tmux::start_with(&args, &dir.join("j"), &env)
+}
+
+/// Toggle the teaching note and back, twice; each key must show while the spinners run.
+/// (key sent -> visible in tmux for each key, runnable tasks meanwhile: mean, max).
+fn toggle_the_note_twice(t: &Tmux) -> (Vec<Duration>, f64, u32) {
     let mut visible = Vec::new();
     let fair = FairLoad::start();
     for (key, text) in [
@@ -433,43 +461,57 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
         visible.push(took);
     }
     let (runnable_mean, runnable_max) = fair.finish();
-    // schedlab's own part (key arrives -> screen drawn) is traced; the rest is the
-    // kernel's pty path, whose workers the spinners starve.
-    let traced = std::fs::read_to_string(&trace).unwrap_or_default();
+    (visible, runnable_mean, runnable_max)
+}
+
+/// schedlab's own part (key arrives -> screen drawn) is traced; the rest is the
+/// kernel's pty path, whose workers the spinners starve.
+fn traced_key_to_draw_us(trace: &std::path::Path) -> Vec<u64> {
+    let traced = std::fs::read_to_string(trace).unwrap_or_default();
     let own: Vec<u64> = traced
         .lines()
         .filter_map(|l| l.strip_prefix("key_to_draw_us ")?.parse().ok())
         .collect();
     assert!(own.len() >= 4, "every key was handled and drawn: {traced}");
+    own
+}
+
+/// Everything RT here is in the root RT group (spinners, schedlab's FIFO 99 UI and
+/// input threads, this thread and the tmux it started), so on each CPU all of it is
+/// throttled together for the last period - runtime (50 ms) of every period. A key
+/// schedlab reads waits at most that throttled window for its FIFO 99 input thread,
+/// then the frame is drawn at once (a key redraws immediately, not at the 100 ms tick;
+/// measured 0.4-2.2 ms). The 50 ms on top is drawing under other load.
+fn assert_key_to_draw_within_the_throttled_window(own: &[u64], runtime_us: u64, period_us: u64) {
     let window = Duration::from_micros(period_us.saturating_sub(runtime_us));
-    let period = Duration::from_micros(period_us);
-    eprintln!(
-        "under FIFO spinners on every CPU (RT {runtime_us}/{period_us} us): schedlab key->draw {own:?} us; key sent -> visible in tmux {visible:?}; runnable tasks {runnable_mean:.1} mean, {runnable_max} max"
-    );
-    // Everything RT here is in the root RT group (spinners, schedlab's FIFO 99 UI and
-    // input threads, this thread and the tmux it started), so on each CPU all of it is
-    // throttled together for the last period - runtime (50 ms) of every period. A key
-    // schedlab reads waits at most that throttled window for its FIFO 99 input thread,
-    // then the frame is drawn at once (a key redraws immediately, not at the 100 ms tick;
-    // measured 0.4-2.2 ms). The 50 ms on top is drawing under other load.
     let own_bound = window + Duration::from_millis(50);
     assert!(
         own.iter().all(|&us| Duration::from_micros(us) <= own_bound),
         "key to drawn screen took {own:?} us; the bound is the RT-throttled window {window:?} + 50 ms"
     );
-    // Key sent -> visible crosses the pty twice (tmux -> schedlab, schedlab -> tmux), and
-    // each crossing is a flush_to_ldisc work item on a fair-class kworker, which runs
-    // only in a fair window: RT throttling (or the 6.12+ fair server) gives fair tasks
-    // `window` (50 ms) of every period, so a crossing waits at most one period for a
-    // window. Every other runnable fair task (all of them are starved meanwhile, so they
-    // pile up: procs_running less the spinners) may be picked first in that window and,
-    // with PREEMPT_NONE, keep the CPU until a tick notices its slice is over: a tick
-    // each (4 ms at HZ=250). They may all sit on the kworker's CPU (the kworker is
-    // bound to its CPU, and the balancer is throttled like every fair task), and when
-    // they fill the window the crossing waits another period per window they fill. The
-    // RT ends (tmux, schedlab) add at most a throttled window each; 250 ms covers this
-    // test's 20 ms polling and starting `tmux capture-pane`.
+}
+
+/// Key sent -> visible crosses the pty twice (tmux -> schedlab, schedlab -> tmux), and
+/// each crossing is a flush_to_ldisc work item on a fair-class kworker, which runs
+/// only in a fair window: RT throttling (or the 6.12+ fair server) gives fair tasks
+/// `window` (50 ms) of every period, so a crossing waits at most one period for a
+/// window. Every other runnable fair task (all of them are starved meanwhile, so they
+/// pile up: procs_running less the spinners) may be picked first in that window and,
+/// with PREEMPT_NONE, keep the CPU until a tick notices its slice is over: a tick
+/// each (4 ms at HZ=250). They may all sit on the kworker's CPU (the kworker is
+/// bound to its CPU, and the balancer is throttled like every fair task), and when
+/// they fill the window the crossing waits another period per window they fill. The
+/// RT ends (tmux, schedlab) add at most a throttled window each; 250 ms covers this
+/// test's 20 ms polling and starting `tmux capture-pane`.
+fn assert_keys_show_within_two_pty_crossings(
+    visible: &[Duration],
+    runnable_max: u32,
+    runtime_us: u64,
+    period_us: u64,
+) {
     const TICK: Duration = Duration::from_millis(4);
+    let window = Duration::from_micros(period_us.saturating_sub(runtime_us));
+    let period = Duration::from_micros(period_us);
     let spinners = schedlab::system::online_cpus().count() as u32;
     let ahead = runnable_max.saturating_sub(spinners);
     let windows_per_crossing = 1
@@ -479,20 +521,12 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     let visible_bound =
         period * 2 * windows_per_crossing as u32 + window * 2 + Duration::from_millis(250);
     eprintln!("key sent -> visible bound {visible_bound:?}: 2 crossings x {windows_per_crossing} window(s) of {period:?}, {ahead} fair tasks ahead");
-    for took in &visible {
+    for took in visible {
         assert!(
             *took <= visible_bound,
             "a key took {took:?} to show (all: {visible:?}); two pty crossings of {windows_per_crossing} RT period(s) {period:?} each ({ahead} runnable fair tasks at most), plus two throttled windows, bound it at {visible_bound:?}"
         );
     }
-    // The screen says why the terminal itself may lag, once two /proc/stat rounds
-    // (100 ms apart) show the CPUs held: the keys above may all be done before that.
-    assert!(
-        t.wait_for("RT HOLDS ALL CPUS", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
-    t.quit();
 }
 
 #[test]
@@ -587,17 +621,47 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         t.screen()
     );
     let (pid, _) = ids(&t.screen(), "writer").expect("writer row");
+    let writer_tid = assert_tracing_starts(&t, mounted_before);
+    // A knob change inside the trace's window: an instant in the timeline.
+    t.keys(&[":"]);
+    t.keys(&["writer.nice=2", "Enter"]);
+    assert!(
+        t.wait_for("writer.nice=2: applied", PATIENCE).is_some(),
+        "{}",
+        t.screen()
+    );
+    let done = export_while_watching_the_screen(&t, writer_tid);
+    assert_timeline_file(dir.path(), &done);
+    // Exporting stops the trace for the file and starts it again.
+    assert_header_says_trace(&t);
+    // q during a second export quits at once; the half-written file is removed. Two
+    // more seconds of events first, so there is something to write.
+    t.wait_for_clock(t.clock() + 2.0);
+    t.keys(&["x"]);
+    t.quit();
+    assert!(
+        !part_written_file_in(dir.path()),
+        "no part-written file left at quit"
+    );
+    assert!(
+        common::wait_until(PATIENCE, || !common::alive(pid)),
+        "workers gone"
+    );
+    if !mounted_before {
+        assert!(!tracefs_mounted(), "tracefs left mounted");
+    }
+}
+
+/// `t` starts the trace: the header says so, tracefs is mounted for it, and the trace's
+/// own graph and preemptors line fill in. The writer's tid.
+fn assert_tracing_starts(t: &Tmux, mounted_before: bool) -> i32 {
     t.keys(&["t"]);
     assert!(
         t.wait_for("tracing on", PATIENCE).is_some(),
         "{}",
         t.screen()
     );
-    assert!(t
-        .screen()
-        .lines()
-        .next()
-        .is_some_and(|l| l.contains("TRACE")));
+    assert_header_says_trace(t);
     if !mounted_before {
         assert!(tracefs_mounted(), "the trace mounted tracefs for the run");
     }
@@ -609,14 +673,29 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
     );
     assert!(t.screen().contains("preempted by:"), "{}", t.screen());
     let (_, writer_tid) = ids(&t.screen(), "writer").expect("writer row");
-    // A knob change inside the trace's window: an instant in the timeline.
-    t.keys(&[":"]);
-    t.keys(&["writer.nice=2", "Enter"]);
-    assert!(
-        t.wait_for("writer.nice=2: applied", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    writer_tid
+}
+
+/// The header's first line shows TRACE while tracing.
+fn assert_header_says_trace(t: &Tmux) {
+    assert!(t
+        .screen()
+        .lines()
+        .next()
+        .is_some_and(|l| l.contains("TRACE")));
+}
+
+/// Whether a part-written file is in `dir`.
+fn part_written_file_in(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "part"))
+}
+
+/// Export with x and a knob change typed at once, watching the screen go on while the
+/// timeline is written: the screen once the timeline is written.
+fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
     // Seconds of pipe-wakeup (~200k events/s): an export that takes a while in a debug
     // build (over a second for 600k events here).
     t.wait_for_clock(t.clock() + 3.0);
@@ -673,7 +752,14 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         common::wait_until(PATIENCE, || nice_of(writer_tid) == Some(5)),
         "the knob change sent with x is applied"
     );
-    let file = std::fs::read_dir(dir.path())
+    done
+}
+
+/// The timeline in the working directory is a Perfetto trace with the counts the status
+/// line (`done`) gave, both tasks, CPU tracks, the run's track and the knob change; no
+/// part-written file is left.
+fn assert_timeline_file(dir: &std::path::Path, done: &str) {
+    let file = std::fs::read_dir(dir)
         .expect("dir")
         .flatten()
         .map(|e| e.path())
@@ -715,38 +801,7 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         "the knob change: {:?}",
         c.instants
     );
-    assert!(
-        !std::fs::read_dir(dir.path())
-            .expect("dir")
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "part")),
-        "no part-written file left"
-    );
-    // Exporting stops the trace for the file and starts it again.
-    assert!(t
-        .screen()
-        .lines()
-        .next()
-        .is_some_and(|l| l.contains("TRACE")));
-    // q during a second export quits at once; the half-written file is removed. Two
-    // more seconds of events first, so there is something to write.
-    t.wait_for_clock(t.clock() + 2.0);
-    t.keys(&["x"]);
-    t.quit();
-    assert!(
-        !std::fs::read_dir(dir.path())
-            .expect("dir")
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "part")),
-        "no part-written file left at quit"
-    );
-    assert!(
-        common::wait_until(PATIENCE, || !common::alive(pid)),
-        "workers gone"
-    );
-    if !mounted_before {
-        assert!(!tracefs_mounted(), "tracefs left mounted");
-    }
+    assert!(!part_written_file_in(dir), "no part-written file left");
 }
 
 #[test]
