@@ -4,8 +4,9 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
+use common::tmux::Tmux;
 use common::PATIENCE;
 
 /// The RT budget and the cgroup directories schedlab may change: the same after a test.
@@ -43,122 +44,6 @@ fn machine() -> (String, Vec<String>) {
     (rt.trim().to_string(), dirs)
 }
 
-/// A tmux server with schedlab in its one pane; killed (and its processes waited for)
-/// on drop.
-struct Pane {
-    socket: String,
-    journal: std::path::PathBuf,
-}
-
-impl Pane {
-    fn start(args: &str, journal: &std::path::Path) -> Option<Pane> {
-        if !common::require("tmux", Command::new("tmux").arg("-V").output().is_ok()) {
-            return None;
-        }
-        let socket = format!("schedlab-lesson-test-{}", std::process::id());
-        let cmd = format!(
-            "SCHEDLAB_JOURNAL={} {} {args}; echo SCHEDLAB-EXITED-$?; sleep 30",
-            journal.display(),
-            common::exe().display(),
-        );
-        let ok = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-x",
-                "120",
-                "-y",
-                "40",
-                &cmd,
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "tmux new-session");
-        Some(Pane {
-            socket,
-            journal: journal.to_path_buf(),
-        })
-    }
-
-    fn key(&self, key: &str) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "0", key])
-            .status();
-    }
-
-    fn screen(&self) -> String {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
-    }
-
-    /// The screen once `f` holds for it (a failed wait shows the screen).
-    fn wait(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        while start.elapsed() < PATIENCE {
-            let s = self.screen();
-            if f(&s) {
-                return s;
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        panic!("never saw {what}:\n{}", self.screen());
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        let out = Command::new("tmux")
-            .args([
-                "-L",
-                &self.socket,
-                "display",
-                "-p",
-                "-t",
-                "0",
-                "#{pane_pid}",
-            ])
-            .output();
-        let Some(shell) = out.ok().and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<i32>()
-                .ok()
-        }) else {
-            return Vec::new();
-        };
-        let mut all = vec![shell];
-        let mut i = 0;
-        while i < all.len() {
-            all.extend(common::children(all[i]));
-            i += 1;
-        }
-        all
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let pids = self.pids();
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-        if !common::wait_until(Duration::from_secs(20), || {
-            pids.iter().all(|&p| !common::alive(p))
-        }) {
-            for &p in &pids {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(p),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            common::restore_journal(Some(&self.journal));
-        }
-    }
-}
-
 /// The step the caption's title shows (`step 2/4`), or None at the end.
 fn shown_step(screen: &str) -> Option<usize> {
     let rest = &screen[screen.find(" step ")? + 6..];
@@ -182,14 +67,15 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
     for (name, _) in schedlab::lesson::BUILTIN {
         let lesson = schedlab::lesson::load_in(name, None).expect("built-in");
         let n = lesson.steps.len();
-        let Some(pane) = Pane::start(&format!("lesson {name}"), &dir.path().join("j")) else {
+        let journal = dir.path().join("j");
+        let Some(pane) = Tmux::start_sized(&["lesson", name], &journal, "", (120, 40)) else {
             return;
         };
-        pane.wait("the first step", |s| s.contains(&format!("step 1/{n}")));
+        pane.wait_until("the first step", |s| s.contains(&format!("step 1/{n}")));
         // Timed steps may move on by themselves: follow whichever step is shown.
         let mut seen = vec![false; n];
         loop {
-            let screen = pane.wait("a step or the end", |s| {
+            let screen = pane.wait_until("a step or the end", |s| {
                 s.contains("End of the lesson") || shown_step(s).is_some()
             });
             if screen.contains("End of the lesson") {
@@ -197,13 +83,13 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
             }
             let k = shown_step(&screen).expect("a step");
             let caption = &lesson.steps[k - 1].caption;
-            let screen = pane.wait(caption, |s| {
+            let screen = pane.wait_until(caption, |s| {
                 shown_step(s) != Some(k) || s.contains(&opening(caption))
             });
             if shown_step(&screen) == Some(k) {
                 seen[k - 1] = true;
-                pane.key("Right");
-                pane.wait("the next step", |s| shown_step(s) != Some(k));
+                pane.keys_at_once(&["Right"]);
+                pane.wait_until("the next step", |s| shown_step(s) != Some(k));
             }
         }
         assert!(seen.iter().filter(|s| **s).count() >= 1, "{name}: {seen:?}");
@@ -213,8 +99,8 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
                 .all(|(i, s)| *s || !matches!(lesson.steps[i].pace, schedlab::lesson::Pace::Key)),
             "{name}: every key-paced step was shown: {seen:?}"
         );
-        pane.key("q");
-        pane.wait("schedlab exited", |s| s.contains("SCHEDLAB-EXITED-0"));
+        pane.keys_at_once(&["q"]);
+        pane.wait_until("schedlab exited", |s| s.contains("SCHEDLAB-EXITED-0"));
         drop(pane);
         assert_as_found(&before, name);
     }

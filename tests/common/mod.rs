@@ -13,6 +13,7 @@ pub fn exe() -> PathBuf {
 }
 
 pub mod documents;
+pub mod tmux;
 
 /// The unit tests' helpers, the same file: one definition of the machine-wide lock and
 /// of when a test may skip.
