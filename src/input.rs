@@ -1,5 +1,5 @@
-//! Files a user hands schedlab (presets, key bindings, recordings), read with a bound:
-//! a file larger than what it could sensibly be is refused before it is read.
+//! Files a user hands schedlab (presets, lessons, key bindings, recordings), read with a
+//! bound: a file larger than what it could sensibly be is refused before it is read.
 
 use std::io::Read;
 use std::path::Path;
@@ -8,6 +8,34 @@ use std::path::Path;
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The largest recording `replay` reads: hours of samples of dozens of tasks.
 pub const MAX_RECORDING_BYTES: u64 = 1 << 30;
+
+/// The built-ins, then each `*.toml` of the user's directory in name order, loaded: a
+/// user file replaces the built-in of its name, and a broken one is an error entry
+/// rather than hiding the rest (presets and lessons are found so).
+pub fn with_user_files<T>(
+    builtins: Vec<anyhow::Result<T>>,
+    user_dir: Option<&Path>,
+    load: impl Fn(&Path) -> anyhow::Result<T>,
+    name: impl Fn(&T) -> &str,
+) -> Vec<anyhow::Result<T>> {
+    let mut out = builtins;
+    let Some(Ok(entries)) = user_dir.map(std::fs::read_dir) else {
+        return out;
+    };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    for f in files {
+        let loaded = load(&f);
+        if let Ok(new) = &loaded {
+            out.retain(|o| o.as_ref().map_or(true, |b| name(b) != name(new)));
+        }
+        out.push(loaded);
+    }
+    out
+}
 
 /// Read `path` as text if it is at most `limit` bytes; `what` names it in the error.
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {

@@ -140,26 +140,11 @@ pub fn list() -> Vec<Result<Lesson>> {
 
 /// [`list`] with an explicit user lesson directory.
 pub fn list_in(user_dir: Option<&Path>) -> Vec<Result<Lesson>> {
-    let mut out: Vec<Result<Lesson>> = BUILTIN
+    let builtins = BUILTIN
         .iter()
         .map(|(_, text)| parse(text, "built-in"))
         .collect();
-    let Some(Ok(entries)) = user_dir.map(std::fs::read_dir) else {
-        return out;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    for f in files {
-        let loaded = load_file(&f);
-        if let Ok(l) = &loaded {
-            out.retain(|o| o.as_ref().map_or(true, |b| b.name != l.name));
-        }
-        out.push(loaded);
-    }
-    out
+    crate::input::with_user_files(builtins, user_dir, load_file, |l: &Lesson| &l.name)
 }
 
 /// Parse and validate a lesson; its preset is loaded by name (user presets included).

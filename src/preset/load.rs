@@ -96,27 +96,11 @@ pub fn list() -> Vec<Result<Preset>> {
 
 /// [`list`] with an explicit user preset directory.
 pub fn list_in(user_dir: Option<&Path>) -> Vec<Result<Preset>> {
-    let mut out: Vec<Result<Preset>> = BUILTIN
+    let builtins = BUILTIN
         .iter()
         .map(|(_, text)| Preset::parse(text, "built-in"))
         .collect();
-    let Some(dir) = user_dir else { return out };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    for f in files {
-        let loaded = load_file(&f);
-        if let Ok(p) = &loaded {
-            out.retain(|o| o.as_ref().map_or(true, |b| b.name != p.name));
-        }
-        out.push(loaded);
-    }
-    out
+    crate::input::with_user_files(builtins, user_dir, load_file, |p: &Preset| &p.name)
 }
 
 #[cfg(test)]
