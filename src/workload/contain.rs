@@ -168,6 +168,21 @@ fn own_path(proc_cgroup: &str, v1_controller: Option<&str>) -> Option<String> {
     })
 }
 
+/// Make `dir`. One of the same name is a leftover of a schedlab that died with this pid
+/// (pids are reused; a pid_max of 32768 comes round in hours of tests): empty of
+/// processes, it is removed and made again; otherwise the error stands, and the run is
+/// not put where something else lives.
+fn create_fresh(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // rmdir of a cgroup fails while it holds a process or a child group.
+            std::fs::remove_dir(dir).map_err(|_| e)?;
+            std::fs::create_dir(dir)
+        }
+        other => other,
+    }
+}
+
 /// A fresh cgroup beside schedlab's own: v2 first, v1 cpuacct second. It is made in
 /// schedlab's own cgroup so its tasks keep the same place in the CPU controller's tree
 /// (a group with no controllers enabled changes nothing about how they are scheduled).
@@ -199,12 +214,9 @@ fn make_cgroup(name: &str) -> anyhow::Result<Cgroup> {
         .filter(|(_, v2)| wanted(*v2))
     {
         let dir = parent.join(name);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) => {
-                tried.push(format!("{}: {e}", parent.display()));
-                continue;
-            }
+        if let Err(e) = create_fresh(&dir) {
+            tried.push(format!("{}: {e}", parent.display()));
+            continue;
         }
         let usage = if v2 {
             Usage::V2(dir.join("cpu.stat"))
@@ -419,6 +431,21 @@ pub fn count_in(dir: &Path) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leftover_of_the_same_name_is_made_again_only_when_empty() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("schedlab-run-1-0");
+        create_fresh(&dir).expect("new");
+        // Empty (a dead run's group with no process left): removed and made again.
+        create_fresh(&dir).expect("a leftover");
+        assert!(dir.is_dir());
+        // Not empty (something lives there): the error stands and it is left alone.
+        std::fs::write(dir.join("inside"), "x").expect("write");
+        let e = create_fresh(&dir).expect_err("in use");
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert!(dir.join("inside").exists());
+    }
 
     #[test]
     fn own_cgroup_paths_from_proc_self_cgroup() {
