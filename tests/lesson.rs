@@ -110,22 +110,27 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
 fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
     let _guard = common::serial();
     let before = machine();
-    // Every built-in, each step 1 s: each check passes here or says why it may not.
-    for (name, _) in schedlab::lesson::BUILTIN {
+    // Every built-in, each step 1 s: each check passes here or says why it may not. The
+    // first also ends with its plot, the steps marked.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plot = dir.path().join("lesson.png");
+    for (i, (name, _)) in schedlab::lesson::BUILTIN.iter().enumerate() {
         let name = *name;
         let started = SystemTime::now();
-        let out = Command::new(common::exe())
-            .args([
-                "lesson",
-                name,
-                "--headless",
-                "--json",
-                "-",
-                "--step-time",
-                "1s",
-            ])
-            .output()
-            .expect("run");
+        let mut cmd = Command::new(common::exe());
+        cmd.args([
+            "lesson",
+            name,
+            "--headless",
+            "--json",
+            "-",
+            "--step-time",
+            "1s",
+        ]);
+        if i == 0 {
+            cmd.arg("--plot").arg(&plot);
+        }
+        let out = cmd.output().expect("run");
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
         common::documents::assert_header(&doc, "lesson", started);
@@ -150,6 +155,13 @@ fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
             }
             // Every change of the step is answered.
             assert_eq!(s["changes"].as_array().map(Vec::len), Some(want.set.len()));
+        }
+        if i == 0 {
+            let png = std::fs::read(&plot).expect("the lesson's plot");
+            assert!(
+                png.starts_with(b"\x89PNG") && png.len() > 10_000,
+                "{name}: a PNG"
+            );
         }
         // Exit code 1 exactly when a check failed.
         let failed = doc["failed"].as_u64().expect("failed");
