@@ -3,6 +3,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// Bigger than any real config (a distribution kernel's is ~300 KiB): a bound on what a
 /// forged or corrupt file can make us inflate.
@@ -22,8 +23,18 @@ pub enum Setting {
 }
 
 /// The build config of the kernel running under `root` ("/" for this machine): its
-/// text, and where it came from. None when neither file can be read.
+/// text, and where it came from. None when neither file can be read. This machine's is
+/// read once: a running kernel's config does not change, and the knob list asks for it
+/// after every system knob change (inflating config.gz each time cost milliseconds).
 pub fn read(root: &Path) -> Option<(String, String)> {
+    if root == Path::new("/") {
+        static RUNNING: OnceLock<Option<(String, String)>> = OnceLock::new();
+        return RUNNING.get_or_init(|| read_below(root)).clone();
+    }
+    read_below(root)
+}
+
+fn read_below(root: &Path) -> Option<(String, String)> {
     let gz = root.join("proc/config.gz");
     if let Ok(f) = std::fs::File::open(&gz) {
         let mut text = String::new();
