@@ -140,21 +140,13 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
     let Some(t) = Tmux::start(&["tui", "rt-throttle"], &dir.path().join("j")) else {
         return;
     };
-    assert!(
-        t.wait_for("rt-throttle running", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
-    assert!(t.wait_for("fifo/1", PATIENCE).is_some(), "{}", t.screen());
+    t.shows("rt-throttle running");
+    t.shows("fifo/1");
     let (pid, tid) = ids(&t.screen(), "fair").expect("fair row");
     assert_eq!(policy_of(pid, tid).as_deref(), Some("0"));
     // Select the fair thread, open the policy picker, choose batch.
     t.keys(&["Down", "p", "Down", "Enter"]);
-    assert!(
-        t.wait_for("fair.policy=batch: applied", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("fair.policy=batch: applied");
     assert_eq!(
         policy_of(pid, tid).as_deref(),
         Some("3"),
@@ -174,11 +166,7 @@ fn changing_a_policy_from_the_keyboard_reaches_the_kernel_and_quit_cleans_up() {
     // A refusal is explained, not hidden.
     t.keys(&[":"]);
     t.keys(&["fair.nice=99", "Enter"]);
-    assert!(
-        t.wait_for("allowed -20..19", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("allowed -20..19");
     t.quit();
     assert!(
         common::wait_until(PATIENCE, || !common::alive(pid)),
@@ -215,11 +203,7 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     let Some(t) = start_fifo_spinners_on_every_cpu(dir.path(), &trace) else {
         return;
     };
-    assert!(
-        t.wait_for("nice-ladder running", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("nice-ladder running");
     assert!(
         t.wait_for("fifo/1", PATIENCE).is_some(),
         "samples arrive: {}",
@@ -234,11 +218,7 @@ fn stays_responsive_with_fifo_spinners_on_every_cpu() {
     assert_keys_show_within_two_pty_crossings(&visible, runnable_max, runtime_us, period_us);
     // The screen says why the terminal itself may lag, once two /proc/stat rounds
     // (100 ms apart) show the CPUs held: the keys above may all be done before that.
-    assert!(
-        t.wait_for("RT HOLDS ALL CPUS", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("RT HOLDS ALL CPUS");
     t.quit();
 }
 
@@ -356,27 +336,15 @@ fn recording_from_the_workbench_and_replaying_it() {
     let Some(t) = Tmux::start(&["tui", "rt-throttle"], &dir.path().join("j")) else {
         return;
     };
-    assert!(t.wait_for("fifo/1", PATIENCE).is_some(), "{}", t.screen());
+    t.shows("fifo/1");
     t.keys(&["r"]);
-    assert!(
-        t.wait_for("recording to", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("recording to");
     t.keys(&["Down", "+"]);
-    assert!(
-        t.wait_for("fair.nice=-19: applied", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("fair.nice=-19: applied");
     // Samples after the change go into the recording too.
     t.wait_for_clock(t.clock() + 0.6);
     t.keys(&["r"]);
-    assert!(
-        t.wait_for("recording saved", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("recording saved");
     t.quit();
     drop(t);
     let file = std::fs::read_dir(dir.path())
@@ -401,18 +369,14 @@ fn recording_from_the_workbench_and_replaying_it() {
     ) else {
         return;
     };
-    assert!(t.wait_for("REPLAY", PATIENCE).is_some(), "{}", t.screen());
+    t.shows("REPLAY");
     assert!(
         t.wait_for("fair.nice -> -19", PATIENCE).is_some(),
         "the knob change is replayed: {}",
         t.screen()
     );
     t.keys(&["p"]);
-    assert!(
-        t.wait_for("read-only", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("read-only");
     t.quit();
 }
 
@@ -435,21 +399,13 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
     let Some(t) = Tmux::start(&["tui", "pipe-wakeup"], &dir.path().join("j")) else {
         return;
     };
-    assert!(
-        t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("pipe-wakeup running");
     let (pid, _) = ids(&t.screen(), "writer").expect("writer row");
     let writer_tid = assert_tracing_starts(&t, mounted_before);
     // A knob change inside the trace's window: an instant in the timeline.
     t.keys(&[":"]);
     t.keys(&["writer.nice=2", "Enter"]);
-    assert!(
-        t.wait_for("writer.nice=2: applied", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("writer.nice=2: applied");
     let done = export_while_watching_the_screen(&t, writer_tid);
     assert_timeline_file(dir.path(), &done);
     // Exporting stops the trace for the file and starts it again.
@@ -476,21 +432,13 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
 /// own graph and preemptors line fill in. The writer's tid.
 fn assert_tracing_starts(t: &Tmux, mounted_before: bool) -> i32 {
     t.keys(&["t"]);
-    assert!(
-        t.wait_for("tracing on", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("tracing on");
     assert_header_says_trace(t);
     if !mounted_before {
         assert!(tracefs_mounted(), "the trace mounted tracefs for the run");
     }
     // The trace's own graph and the preemptors line fill in from its intervals.
-    assert!(
-        t.wait_for("wakeup latency (trace)", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("wakeup latency (trace)");
     assert!(t.screen().contains("preempted by:"), "{}", t.screen());
     let (_, writer_tid) = ids(&t.screen(), "writer").expect("writer row");
     writer_tid
@@ -640,11 +588,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
     let Some(t) = Tmux::start_with(&["tui", "pipe-wakeup"], &dir.path().join("j"), &env) else {
         return;
     };
-    assert!(
-        t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("pipe-wakeup running");
     let screen = t.screen();
     let first = screen
         .lines()
@@ -670,11 +614,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
         t.screen()
     );
     t.keys(&["n"]);
-    assert!(
-        t.wait_for("CPU share %", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("CPU share %");
     assert_eq!(
         policy_of(pid, tid).as_deref(),
         Some("0"),
@@ -689,7 +629,7 @@ fn a_key_rebound_in_keys_toml_changes_the_policy_and_its_old_key_does_not() {
     );
     t.keys(&["Down", "Enter"]);
     let applied = format!("{first}.policy=batch: applied");
-    assert!(t.wait_for(&applied, PATIENCE).is_some(), "{}", t.screen());
+    t.shows(&applied);
     assert_eq!(
         policy_of(pid, tid).as_deref(),
         Some("3"),
@@ -772,11 +712,7 @@ fn no_color_in_the_environment_turns_every_colour_off() {
             return;
         };
         // The graphs draw once samples arrive: wait for a second one to be shown.
-        assert!(
-            t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
-            "{}",
-            t.screen()
-        );
+        t.shows("pipe-wakeup running");
         // A second of samples drawn: the graphs have lines by then.
         t.wait_for_clock(t.clock() + 1.0);
         let screen = t.screen_with_escapes();
@@ -826,11 +762,7 @@ fn the_picker_attaches_a_running_process_whose_nice_is_put_back_at_quit() {
     // a opens the tree; / then the pid filters it down to the sleeper; Enter ends the
     // filter, Enter attaches.
     t.keys(&["a"]);
-    assert!(
-        t.wait_for("attach to a process", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("attach to a process");
     t.keys(&["/"]);
     for d in pid.to_string().chars() {
         t.keys(&[&d.to_string()]);
@@ -879,11 +811,7 @@ fn the_mouse_presses_a_footer_hint_and_scrolls_and_closes_the_help() {
     let Some(t) = Tmux::start(&["tui", "pipe-wakeup"], &dir.path().join("j")) else {
         return;
     };
-    assert!(
-        t.wait_for("pipe-wakeup running", PATIENCE).is_some(),
-        "{}",
-        t.screen()
-    );
+    t.shows("pipe-wakeup running");
     // The App answers clicks by the geometry of the frame last drawn: a wrong hand-over
     // from the TUI loop leaves these clicks on nothing.
     let screen = t.screen();

@@ -144,6 +144,12 @@ impl Tmux {
         panic!("never saw {what}:\n{}", self.screen());
     }
 
+    /// Wait until `text` is on the screen, within PATIENCE; a failed wait shows the
+    /// screen.
+    pub fn shows(&self, text: &str) {
+        self.wait_until(text, |s| s.contains(text));
+    }
+
     pub fn wait_for(&self, text: &str, limit: Duration) -> Option<Duration> {
         let start = Instant::now();
         while start.elapsed() < limit {
