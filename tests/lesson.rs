@@ -110,8 +110,8 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
 fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
     let _guard = common::serial();
     let before = machine();
-    // Every built-in, each step 1 s: each check passes here or says why it may not. The
-    // first also ends with its plot, the steps marked.
+    // Every built-in, each step 0.6 s (the shortest allowed): each check passes here or
+    // says why it may not. The first also ends with its plot, the steps marked.
     let dir = tempfile::tempdir().expect("tempdir");
     let plot = dir.path().join("lesson.png");
     for (i, (name, _)) in schedlab::lesson::BUILTIN.iter().enumerate() {
@@ -125,7 +125,7 @@ fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
             "--json",
             "-",
             "--step-time",
-            "1s",
+            "600ms",
         ]);
         if i == 0 {
             cmd.arg("--plot").arg(&plot);
