@@ -144,7 +144,6 @@ fn flag_foreign_load(report: &mut RunReport, store: &Store, workload: &Workload)
 fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload) -> TaskReport {
     let series = &store.tasks[id];
     let last = series.last.as_ref().map(|(_, s)| s);
-    let first = series.first.as_ref().map(|(_, s)| s);
     let rates = store.summary(id).unwrap_or_default();
     let policy = last
         .and_then(TaskSample::policy)
@@ -173,10 +172,9 @@ fn task_report(store: &Store, id: usize, task: &RunningTask, workload: &Workload
         migrations_per_s: rates.migrations_per_s,
         progress_per_s: store.progress_per_s(id, store.summary_s()),
         progress_unit: task.progress_unit.to_string(),
-        progress_total: match (first, last) {
-            (Some(f), Some(l)) => l.progress.saturating_sub(f.progress),
-            _ => 0,
-        },
+        // A task's counter starts at 0 when it is spawned: what it did before the first
+        // sample counts too (a command's probe may read all its lines by then).
+        progress_total: last.map_or(0, |l| l.progress),
         ideal_share: None,
         state: if series.exited { "exited" } else { "running" }.into(),
         exit: exit.map(|s| s.to_string()),
