@@ -3,7 +3,7 @@
 //! restore`, or kept with --keep; new threads and children join; a command's output
 //! is counted by its probe.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 

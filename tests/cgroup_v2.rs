@@ -11,7 +11,7 @@
 //! beyond what a test can put back - unless `SCHEDLAB_REQUIRE_V2=1` (a CI machine known
 //! to allow it) makes that a failure too.
 
-mod common;
+use crate::common;
 #[path = "cgroup_v2/mounts.rs"]
 mod mounts;
 

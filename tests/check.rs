@@ -1,6 +1,6 @@
 //! `schedlab check` through the binary: every finding, within budget, interruptible, no leftovers.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::Path;

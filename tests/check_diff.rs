@@ -1,6 +1,6 @@
 //! `schedlab check diff` through the binary, on the shipped reference result and forged copies of it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

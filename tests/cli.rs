@@ -1,7 +1,7 @@
 //! The `schedlab` binary as a user runs it: presets, headless runs with JSON and CSV,
 //! bad input, and interruption.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Command-line conventions through the binary: completions, man page, --version, exit
 //! codes, `--csv -`, and the JSON documents' header and schemas.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! journal, symlinks where its files go, children a command forks after schedlab is
 //! SIGKILLed, mounts that are not its own, and input meant to exhaust it.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! message. Tests here run one at a time and put every global value back even when an
 //! assertion fails.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! Lessons end to end: every built-in played through in the workbench (tmux, stepped with
 //! the right arrow), and headless with its JSON document checked against the schema.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::SystemTime;

@@ -2,7 +2,7 @@
 //! no poll on an experiment's pipe, no yield batch timed without a switch, no interval
 //! with more CPU plus waiting than its length.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! `schedlab compare` and `--plot` as a user runs them: JSON shape, and plot files that
 //! are real PNG/SVG images.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

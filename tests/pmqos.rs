@@ -1,7 +1,7 @@
 //! `sys.cpu_dma_latency` against the kernel (the request is held while set and gone when
 //! released or killed) and the PM QoS check finding against cyclictest, side by side.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! recording is well formed and matches the run, the replay shows the recorded samples'
 //! values, and `--speed` sets the pace.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! The sampler on live tasks: fields read, cross-checked against the procfs crate, and
 //! an exited task reported as exited rather than as an error.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -26,6 +26,8 @@ fn spinning_thread(
 
 #[test]
 fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
+    // A spinner on CPU 0, however short, is load beside another test's experiment.
+    let _serial = common::serial();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (tid, handle) = spinning_thread(stop.clone());
     let pid = std::process::id() as i32;

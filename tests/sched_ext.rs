@@ -1,7 +1,7 @@
 //! `sys.sched_ext` through the binary: the knobs row says what this kernel has, and a
 //! scheduler that is not installed is bad input, refused before anything starts.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

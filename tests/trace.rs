@@ -2,7 +2,7 @@
 //! are traced, and the counts are checked against what /proc says the kernel counted;
 //! a non-target's events are not counted; tracefs is unmounted again by the journal.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;

@@ -3,7 +3,7 @@
 //! well-formed, knob changes are in it, tracefs is unmounted again, and where `perf` is
 //! installed the wakeup latency agrees with `perf sched timehist` on the same run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

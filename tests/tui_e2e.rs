@@ -1,6 +1,6 @@
 //! The real binary in tmux, driven like a person would: keys in, screen and /proc out.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! priority and affinity the preset asked for, workers make progress, and nothing is
 //! left running afterwards.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
