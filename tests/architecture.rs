@@ -13,7 +13,7 @@
 //!   no module declares is not counted, and a `super::super::` path climbing to the
 //!   crate root is not seen (the crate has none outside tests).
 //!
-//! Run it alone with `cargo test --test architecture`.
+//! Run it alone with `cargo test --test integration architecture::`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};

@@ -470,7 +470,7 @@ fn assert_latencies_agree(
 
 // The timeline export's cost for the README: 1,048,576 events (the tracer's cap) of a
 // ping-pong pair written as Perfetto protobuf and as Chrome JSON, timed and sized.
-// `cargo test --release --test trace_run -- --ignored --nocapture a_million_events`.
+// `cargo test --release --test integration -- --ignored --nocapture a_million_events`.
 
 fn comm(s: &str) -> [u8; 16] {
     let mut c = [0u8; 16];
