@@ -235,6 +235,7 @@ impl Reader {
         self
     }
 
+    /// Read every file of every task in the next round (after a knob change).
     pub fn refresh_status(&mut self) {
         self.refresh_status = true;
     }
