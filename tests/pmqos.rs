@@ -167,10 +167,16 @@ fn cyclictest(held: bool, loops: u64, cpu: usize) -> Stat {
 /// cyclictest's histogram buckets, in us: a wake-up later than this is an overflow.
 const HISTOGRAM_US: u64 = 10_000;
 
-/// Average and median of a `cyclictest -h` histogram ("000017 000033": 33 wake-ups
-/// 17 us late), an overflow counting as later than every bucket. A bucket holds
-/// 17.000-17.999 us: its middle stands for it.
+/// A chunk's numbers from `cyclictest -h` output: its own average and total ("# Avg
+/// Latencies: 00031", whole us; "# Total: 000000099"), and the median of its histogram
+/// ("000017 000033": 33 wake-ups 17 us late; a bucket holds 17.000-17.999 us, its
+/// middle stands for it), an overflow counting as later than every bucket.
 fn histogram_stat(text: &str) -> Option<Stat> {
+    let summary = |name: &str| -> Option<u64> {
+        let line = text.lines().find_map(|l| l.strip_prefix(name))?;
+        line.split_whitespace().next()?.parse().ok()
+    };
+    let samples = summary("# Total:")?;
     let mut buckets = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let mut f = line.split_whitespace();
@@ -178,14 +184,6 @@ fn histogram_stat(text: &str) -> Option<Stat> {
             buckets.push((us.parse::<u64>().ok()?, n.parse::<u64>().ok()?));
         }
     }
-    let overflows: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# Histogram Overflows:"))?
-        .trim()
-        .parse()
-        .ok()?;
-    let in_buckets: u64 = buckets.iter().map(|(_, n)| n).sum();
-    let samples = in_buckets + overflows;
     let rank = samples.div_ceil(2).max(1);
     let mut seen = 0;
     let median_us = buckets
@@ -195,13 +193,8 @@ fn histogram_stat(text: &str) -> Option<Stat> {
             seen >= rank
         })
         .map_or(HISTOGRAM_US, |(us, _)| *us);
-    let sum_ns: f64 = buckets
-        .iter()
-        .map(|(us, n)| (*us as f64 + 0.5) * 1e3 * *n as f64)
-        .sum::<f64>()
-        + overflows as f64 * HISTOGRAM_US as f64 * 1e3;
     Some(Stat {
-        avg_ns: sum_ns / samples.max(1) as f64,
+        avg_ns: summary("# Avg Latencies:")? as f64 * 1e3,
         median_ns: (median_us as f64 + 0.5) * 1e3,
         samples,
     })
