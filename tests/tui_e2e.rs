@@ -470,6 +470,8 @@ fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
     // How often this screen draws a new clock when nothing else happens (the pace slows
     // to 4 frames a second where a frame is dear, as in a debug build).
     let frame_gap = t.frame_gap(4);
+    // What schedlab's own threads did meanwhile: a frozen screen says why.
+    let mut threads = ThreadWatch::of(&t.pane_processes());
     let asked = std::time::Instant::now();
     // A knob change typed with x, answered while the worker writes.
     t.keys_at_once(&["x", ":", "writer.nice=5", "Enter"]);
@@ -477,8 +479,14 @@ fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
     // (the status line may show the knob change instead of the progress meanwhile).
     let watched_from = std::time::Instant::now();
     let (mut writing, mut applied_while_writing, mut done) = (Vec::new(), false, None);
+    // How often the screen was read: a test starved of CPU sees few screens.
+    let (mut looks, mut last_look, mut longest_between) =
+        (0, std::time::Instant::now(), std::time::Duration::ZERO);
     common::wait_until(PATIENCE, || {
         let s = t.screen();
+        looks += 1;
+        longest_between = longest_between.max(last_look.elapsed());
+        last_look = std::time::Instant::now();
         if s.contains("timeline written:") {
             done = Some(s);
             return true;
@@ -489,6 +497,7 @@ fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
             }
         }
         applied_while_writing |= nice_of(writer_tid) == Some(5);
+        threads.look();
         false
     });
     let watched = watched_from.elapsed();
@@ -500,6 +509,11 @@ fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
         watched.as_secs_f64(),
         frame_gap.as_secs_f64(),
         writing.len()
+    );
+    eprintln!(
+        "the screen read {looks} times, at most {:.2} s apart; schedlab's threads meanwhile: {}",
+        longest_between.as_secs_f64(),
+        threads.summary()
     );
     // Only a write that lasts a few frames can show the screen going on: a fast machine
     // writes before the keys above are typed (the worker's asynchrony is tested on its
@@ -521,6 +535,96 @@ fn export_while_watching_the_screen(t: &Tmux, writer_tid: i32) -> String {
         "the knob change sent with x is applied"
     );
     done
+}
+
+/// schedlab's own threads while the test watches: how long each waited for a CPU
+/// (schedstat's run delay) and where each was seen sleeping, so that a screen that stood
+/// still names the thread that did and where it waited.
+struct ThreadWatch {
+    pid: Option<i32>,
+    /// tid -> (name, run delay in ns when the watch began).
+    delay_at_start: std::collections::BTreeMap<i32, (String, u64)>,
+    /// "name: state wchan" -> times seen.
+    seen: std::collections::BTreeMap<String, usize>,
+}
+
+impl ThreadWatch {
+    /// Watch the process called schedlab among `processes` (the pane's).
+    fn of(processes: &[i32]) -> ThreadWatch {
+        let pid = processes.iter().copied().find(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "schedlab")
+        });
+        let mut w = ThreadWatch {
+            pid,
+            delay_at_start: Default::default(),
+            seen: Default::default(),
+        };
+        for (tid, name) in w.threads() {
+            let delay = Self::run_delay(w.pid.unwrap_or(0), tid);
+            w.delay_at_start.insert(tid, (name, delay));
+        }
+        w
+    }
+
+    fn threads(&self) -> Vec<(i32, String)> {
+        let Some(pid) = self.pid else {
+            return Vec::new();
+        };
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        let tid: i32 = e.file_name().to_str()?.parse().ok()?;
+                        let name = std::fs::read_to_string(e.path().join("comm")).ok()?;
+                        Some((tid, name.trim().to_string()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn run_delay(pid: i32, tid: i32) -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Note where each thread that is not running is.
+    fn look(&mut self) {
+        let Some(pid) = self.pid else { return };
+        for (tid, name) in self.threads() {
+            let dir = format!("/proc/{pid}/task/{tid}");
+            let Ok(stat) = std::fs::read_to_string(format!("{dir}/stat")) else {
+                continue;
+            };
+            let state = stat.rsplit_once(") ").map_or("?", |(_, r)| &r[..1]);
+            let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
+            let key = format!("{name}: {state} {wchan}");
+            *self.seen.entry(key).or_default() += 1;
+        }
+    }
+
+    /// Each thread's wait for a CPU since the watch began, then the states seen.
+    fn summary(&self) -> String {
+        let Some(pid) = self.pid else {
+            return "schedlab's process not found".into();
+        };
+        let waits: Vec<String> = self
+            .delay_at_start
+            .iter()
+            .map(|(&tid, (name, at_start))| {
+                let now = Self::run_delay(pid, tid);
+                format!("{name} {} ms", now.saturating_sub(*at_start) / 1_000_000)
+            })
+            .collect();
+        let seen: Vec<String> = self.seen.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+        format!(
+            "waited for a CPU: {}; seen: {}",
+            waits.join(", "),
+            seen.join(", ")
+        )
+    }
 }
 
 /// The timeline in the working directory is a Perfetto trace with the counts the status
