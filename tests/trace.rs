@@ -565,8 +565,13 @@ fn assert_only_the_sleepers_own_switches(
     let s = task(fin, sleeper_tid);
     let switches = (after.voluntary + after.involuntary) - (before.voluntary + before.involuntary);
     eprintln!(
-        "sleeper: {s:?}; kernel {switches} switches; {} events handled",
-        fin.handled
+        "sleeper: {s:?}; kernel {switches} switches; {} events handled, {} late, {} \
+         switches from idle filled from records and {} inferred, {} rings grown",
+        fin.handled,
+        fin.late,
+        fin.idle_switches_filled,
+        fin.idle_switches_inferred,
+        fin.rings_grown
     );
 
     assert!(
