@@ -167,8 +167,9 @@ fn cyclictest(held: bool, loops: u64, cpu: usize) -> Stat {
 /// cyclictest's histogram buckets, in us: a wake-up later than this is an overflow.
 const HISTOGRAM_US: u64 = 10_000;
 
-/// A chunk's numbers from `cyclictest -h` output: its own average and total ("# Avg
-/// Latencies: 00031", whole us; "# Total: 000000099"), and the median of its histogram
+/// A chunk's numbers from `cyclictest -h` output: its own average and count ("# Avg
+/// Latencies: 00031", whole us; "# Total: 000000099" in the buckets plus "# Histogram
+/// Overflows: 00001" beyond them), and the median of its histogram
 /// ("000017 000033": 33 wake-ups 17 us late; a bucket holds 17.000-17.999 us, its
 /// middle stands for it), an overflow counting as later than every bucket.
 fn histogram_stat(text: &str) -> Option<Stat> {
@@ -176,7 +177,10 @@ fn histogram_stat(text: &str) -> Option<Stat> {
         let line = text.lines().find_map(|l| l.strip_prefix(name))?;
         line.split_whitespace().next()?.parse().ok()
     };
-    let samples = summary("# Total:")?;
+    // "# Total" counts the wake-ups in the histogram's buckets; one later than the last
+    // bucket is an overflow, counted apart (a 20 ms wake-up beside a CPU hog made a
+    // 100-loop chunk read 98).
+    let samples = summary("# Total:")? + summary("# Histogram Overflows:")?;
     let mut buckets = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let mut f = line.split_whitespace();
@@ -315,6 +319,33 @@ impl Series {
         }
         (s, cpus)
     }
+}
+
+#[test]
+fn a_cyclictest_chunk_counts_its_overflows_and_takes_its_median_from_the_buckets() {
+    // A chunk of 100 loops beside a CPU hog, as cyclictest printed it (empty buckets
+    // left out): 98 in the buckets, 2 wake-ups later than 10 ms.
+    let text = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000017 000000\n\
+                000018 000002\n000019 000001\n000020 000002\n000022 000005\n\
+                000023 000005\n000024 000007\n000025 000010\n000026 000008\n\
+                000027 000013\n000028 000011\n000029 000007\n000030 000006\n\
+                000031 000004\n000032 000005\n000033 000004\n000034 000002\n\
+                000035 000001\n000036 000001\n000037 000001\n000038 000001\n\
+                000054 000001\n000056 000001\n# Total: 000000098\n\
+                # Min Latencies: 00018\n# Avg Latencies: 00369\n\
+                # Max Latencies: 20127\n# Histogram Overflows: 00002\n\
+                # Histogram Overflow at cycle number:\n# Thread 0: 00013 00023\n";
+    let stat = histogram_stat(text).expect("parsed");
+    assert_eq!(stat.samples, 100);
+    // The 50th of 100 is in the 27 us bucket (40 wake-ups up to 26 us, 53 up to 27).
+    assert_eq!(stat.median_ns, 27_500.0);
+    assert_eq!(stat.avg_ns, 369_000.0);
+    // More than half of them overflowing puts the median past the buckets.
+    let late = text.replace("Overflows: 00002", "Overflows: 00099");
+    assert_eq!(
+        histogram_stat(&late).expect("parsed").median_ns,
+        (HISTOGRAM_US as f64 + 0.5) * 1e3
+    );
 }
 
 #[test]
