@@ -57,7 +57,7 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
     // Every file read, as after a knob change: otherwise `sched` is read only when the
     // task was switched in since the last round, and a spinner alone on CPU 0 may not
     // have been (its sched fields were then still the first round's, 71 us of run time).
-    reader.refresh_status();
+    reader.read_all_next();
     reader.sample_into(&mut batch);
     let after = procfs_counters(pid, tid);
     let s = &batch.tasks[0];

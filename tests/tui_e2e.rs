@@ -597,63 +597,53 @@ impl ThreadWatch {
             delay_at_start: Default::default(),
             seen: Default::default(),
         };
-        for (tid, name) in w.threads() {
-            let delay = Self::run_delay(w.pid.unwrap_or(0), tid);
-            w.delay_at_start.insert(tid, (name, delay));
+        for task in w.threads() {
+            if let (Ok(stat), Ok(sched)) = (task.stat(), task.schedstat()) {
+                w.delay_at_start
+                    .insert(task.tid, (stat.comm, sched.run_delay));
+            }
         }
         w
     }
 
-    fn threads(&self) -> Vec<(i32, String)> {
-        let Some(pid) = self.pid else {
-            return Vec::new();
-        };
-        std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| {
-                        let tid: i32 = e.file_name().to_str()?.parse().ok()?;
-                        let name = std::fs::read_to_string(e.path().join("comm")).ok()?;
-                        Some((tid, name.trim().to_string()))
-                    })
-                    .collect()
-            })
+    /// schedlab's threads now (none once it has gone).
+    fn threads(&self) -> Vec<procfs::process::Task> {
+        self.pid
+            .and_then(|pid| procfs::process::Process::new(pid).ok())
+            .and_then(|p| p.tasks().ok())
+            .map(|tasks| tasks.flatten().collect())
             .unwrap_or_default()
     }
 
-    fn run_delay(pid: i32, tid: i32) -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// Note where each thread that is not running is.
+    /// Note where each thread is (running, or the kernel function it sleeps in).
     fn look(&mut self) {
-        let Some(pid) = self.pid else { return };
-        for (tid, name) in self.threads() {
-            let dir = format!("/proc/{pid}/task/{tid}");
-            let Ok(stat) = std::fs::read_to_string(format!("{dir}/stat")) else {
-                continue;
-            };
-            let state = stat.rsplit_once(") ").map_or("?", |(_, r)| &r[..1]);
-            let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
-            let key = format!("{name}: {state} {wchan}");
+        for task in self.threads() {
+            let Ok(stat) = task.stat() else { continue };
+            // procfs reads a process's wchan only, not a thread's.
+            let wchan =
+                std::fs::read_to_string(format!("/proc/{}/task/{}/wchan", task.pid, task.tid))
+                    .unwrap_or_default();
+            let key = format!("{}: {} {wchan}", stat.comm, stat.state);
             *self.seen.entry(key).or_default() += 1;
         }
     }
 
     /// Each thread's wait for a CPU since the watch began, then the states seen.
     fn summary(&self) -> String {
-        let Some(pid) = self.pid else {
+        if self.pid.is_none() {
             return "schedlab's process not found".into();
-        };
+        }
+        let now: std::collections::BTreeMap<i32, u64> = self
+            .threads()
+            .iter()
+            .filter_map(|t| Some((t.tid, t.schedstat().ok()?.run_delay)))
+            .collect();
         let waits: Vec<String> = self
             .delay_at_start
             .iter()
-            .map(|(&tid, (name, at_start))| {
-                let now = Self::run_delay(pid, tid);
-                format!("{name} {} ms", now.saturating_sub(*at_start) / 1_000_000)
+            .map(|(tid, (name, at_start))| {
+                let waited = now.get(tid).map_or(0, |n| n.saturating_sub(*at_start));
+                format!("{name} {} ms", waited / 1_000_000)
             })
             .collect();
         let seen: Vec<String> = self.seen.iter().map(|(k, n)| format!("{k} x{n}")).collect();

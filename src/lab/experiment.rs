@@ -366,7 +366,7 @@ impl Experiment {
         // value before its mark (seen beside a CPU hog).
         let t_s = self.t_s(monotonic_ns());
         let result = self.session.apply(setting, sys);
-        self.sampler.send(Command::RefreshStatus);
+        self.sampler.send(Command::ReadAllNext);
         self.record_knob(&setting.to_string(), &result);
         self.events.push(KnobEvent {
             t_s,

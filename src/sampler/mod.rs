@@ -151,7 +151,7 @@ pub enum Command {
     /// (a sampler waiting out a 5 s interval would otherwise take the new one 5 s late).
     Reschedule,
     /// Re-read every file on the next round (after a knob change).
-    RefreshStatus,
+    ReadAllNext,
     /// Replace the task list (after a restart).
     SetTargets(Vec<Target>),
     /// Sample out of turn (used at the end of a run): now, or half an interval after the
@@ -191,7 +191,7 @@ pub struct Reader {
     shm: Option<Arc<Shm>>,
     buf: Vec<u8>,
     rounds: u64,
-    refresh_status: bool,
+    read_all_next: bool,
     /// When /proc/stat was last read (CLOCK_MONOTONIC ns).
     system_read_ns: Option<u64>,
     /// The workload cgroup's CPU time, read with /proc/stat.
@@ -206,7 +206,7 @@ impl Reader {
             shm,
             buf: vec![0; 16 * 1024],
             rounds: 0,
-            refresh_status: true,
+            read_all_next: true,
             system_read_ns: None,
             usage: None,
         };
@@ -226,7 +226,7 @@ impl Reader {
                 target,
             })
             .collect();
-        self.refresh_status = true;
+        self.read_all_next = true;
     }
 
     /// Read the workload cgroup's CPU time with every /proc/stat read.
@@ -236,8 +236,8 @@ impl Reader {
     }
 
     /// Read every file of every task in the next round (after a knob change).
-    pub fn refresh_status(&mut self) {
-        self.refresh_status = true;
+    pub fn read_all_next(&mut self) {
+        self.read_all_next = true;
     }
 
     /// Read /proc/stat in the next round whenever it was last read (the last round of a
@@ -252,10 +252,10 @@ impl Reader {
         batch.t_ns = monotonic_ns();
         batch.seq = self.rounds;
         let reads = Reads {
-            full: self.refresh_status || self.rounds.is_multiple_of(FULL_EVERY),
-            status: self.refresh_status || self.rounds.is_multiple_of(STATUS_EVERY),
+            full: self.read_all_next || self.rounds.is_multiple_of(FULL_EVERY),
+            status: self.read_all_next || self.rounds.is_multiple_of(STATUS_EVERY),
         };
-        self.refresh_status = false;
+        self.read_all_next = false;
         self.rounds += 1;
         batch
             .tasks
@@ -478,7 +478,7 @@ fn sampler_loop(
             let wait = next.saturating_duration_since(Instant::now());
             match commands.recv_timeout(wait) {
                 Ok(Command::Reschedule) => next = Instant::now() + shared.get(),
-                Ok(Command::RefreshStatus) => reader.refresh_status(),
+                Ok(Command::ReadAllNext) => reader.read_all_next(),
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => {
                     reader.read_system_next();
