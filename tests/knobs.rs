@@ -950,8 +950,9 @@ fn assert_solos_part_follows_the_weights(text: &str) {
     let rows = share_rows(text);
     let mut times: Vec<f64> = rows.iter().map(|r| r.0).collect();
     times.dedup();
-    // A run ends on a fresh round, never on one a millisecond after the last (it
-    // would read no run time for the spinners: a share of 0 that cannot be true).
+    // No round follows another by less than half an interval, a late one or the run's
+    // last included (a round a millisecond after another reads no run time for the
+    // spinners: a share of 0 that cannot be true).
     assert!(
         times.windows(2).all(|w| w[1] - w[0] >= 0.045),
         "rows closer than half the 100 ms interval: {times:?}"

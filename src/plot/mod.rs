@@ -215,12 +215,25 @@ fn save(path: &Path, size: (u32, u32), figure: &Figure) -> Result<()> {
         Format::Png => {
             let font = ab_glyph::FontRef::try_from_slice(FONT)
                 .context("the embedded DejaVu Sans is not a TrueType font")?;
-            let backend = text::Crisp::new(BitMapBackend::new(path, size), font);
-            draw_on(backend.into_drawing_area(), figure)
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+            let backend = text::Crisp::new(BitMapBackend::with_buffer(&mut rgb, size), font);
+            draw_on(backend.into_drawing_area(), figure).and_then(|()| write_png(path, size, &rgb))
         }
         Format::Svg => draw_on(SVGBackend::new(path, size).into_drawing_area(), figure),
     };
     written.with_context(|| format!("writing plot {}", path.display()))
+}
+
+/// `rgb` (8-bit RGB rows, top first) as a PNG file at `path`.
+fn write_png(path: &Path, size: (u32, u32), rgb: &[u8]) -> Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, size.0, size.1);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(())
 }
 
 fn draw_on<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, figure: &Figure) -> Result<()>

@@ -12,7 +12,7 @@ use super::*;
 
 /// The host and the date of a footer vary; the rest of it is compared.
 fn normalise(label: &str) -> String {
-    let re = regex::Regex::new(r"host [^,]+, \d{4}-\d\d-\d\d \d\d:\d\d UTC").unwrap();
+    let re = regex_lite::Regex::new(r"host [^,]+, \d{4}-\d\d-\d\d \d\d:\d\d UTC").unwrap();
     re.replace_all(label, "host HOST, DATE").into_owned()
 }
 
@@ -24,7 +24,7 @@ fn summary(svg: &str) -> String {
     ] {
         counts.insert(el, svg.matches(&format!("<{el} ")).count());
     }
-    let text = regex::Regex::new(r"(?s)<text[^>]*>(.*?)</text>").unwrap();
+    let text = regex_lite::Regex::new(r"(?s)<text[^>]*>(.*?)</text>").unwrap();
     let mut labels: Vec<String> = text
         .captures_iter(svg)
         .map(|c| normalise(c[1].trim()))

@@ -445,6 +445,27 @@ impl Drop for Sampler {
     }
 }
 
+/// When the round after one due at `due` runs: an interval later on the same grid; a
+/// whole interval from `now` when the sampler fell behind (skip, don't burst); and never
+/// sooner than half an interval after the last round began. A round a millisecond after
+/// a late one would read no run time for a running task (schedstat moves at ticks and
+/// switches): a share of 0 that cannot be true.
+fn next_round(
+    due: Instant,
+    interval: Duration,
+    now: Instant,
+    last_round: Option<Instant>,
+) -> Instant {
+    let mut next = due + interval;
+    if next < now {
+        next = now + interval;
+    }
+    match last_round {
+        Some(last) => next.max(last + interval / 2),
+        None => next,
+    }
+}
+
 fn sampler_loop(
     mut reader: Reader,
     shared: &Interval,
@@ -467,12 +488,7 @@ fn sampler_loop(
                 return;
             }
         }
-        next += interval;
-        let now = Instant::now();
-        if next < now {
-            // We fell behind (a stalled CPU): skip, don't burst.
-            next = now + interval;
-        }
+        next = next_round(next, interval, Instant::now(), last_round);
         // Wait for the next round, handling commands as they come.
         loop {
             let wait = next.saturating_duration_since(Instant::now());
@@ -482,11 +498,7 @@ fn sampler_loop(
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => {
                     reader.read_system_next();
-                    // Not sooner than half an interval after the last round: a round
-                    // a millisecond after another reads no run time for a running
-                    // task (schedstat moves at ticks and switches), a share of 0.
-                    let soonest = last_round.map(|t| t + interval / 2);
-                    match soonest {
+                    match last_round.map(|t| t + interval / 2) {
                         Some(at) if at > Instant::now() => next = at,
                         _ => break,
                     }
@@ -496,5 +508,45 @@ fn sampler_loop(
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_round_stays_on_its_grid_skips_when_behind_and_never_follows_the_last_closely() {
+        let t0 = Instant::now();
+        let interval = 100 * MS;
+        // On time: the next is an interval after the one due.
+        assert_eq!(
+            next_round(t0, interval, t0 + 2 * MS, Some(t0)),
+            t0 + interval
+        );
+        // Late by 30 ms: back on the grid, 70 ms after the late round.
+        assert_eq!(
+            next_round(t0, interval, t0 + 32 * MS, Some(t0 + 30 * MS)),
+            t0 + interval
+        );
+        // Late by 60 ms (as a run here once was) or 99 ms: not 40 ms or 1 ms after it,
+        // but half an interval.
+        assert_eq!(
+            next_round(t0, interval, t0 + 62 * MS, Some(t0 + 60 * MS)),
+            t0 + 110 * MS
+        );
+        assert_eq!(
+            next_round(t0, interval, t0 + 99 * MS, Some(t0 + 99 * MS)),
+            t0 + 149 * MS
+        );
+        // Behind by more than an interval: a whole interval from now, no burst.
+        assert_eq!(
+            next_round(t0, interval, t0 + 250 * MS, Some(t0 + 240 * MS)),
+            t0 + 350 * MS
+        );
+        // The first round: nothing to keep away from.
+        assert_eq!(next_round(t0, interval, t0, None), t0 + interval);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::MAX_COUNT;
 use crate::error::Invalid;
@@ -35,7 +35,7 @@ impl Selector {
     /// `--name REGEX`, checked before anything starts.
     pub fn parse_name(re: &str) -> Result<Regex, Invalid> {
         Regex::new(re).map_err(|e| {
-            // regex's message spans lines (the pattern, a caret, the error): keep the error.
+            // A parser's message may span lines (the pattern, a caret, the error): keep the last.
             let text = e.to_string();
             let why = text.lines().last().unwrap_or_default().trim().to_string();
             Invalid(format!("--name {re}: not a regular expression: {why}"))
@@ -251,14 +251,17 @@ mod tests {
             .expect("sleep")
     }
 
-    /// `sh` that forks a `sleep` and waits for it; killed when dropped.
+    /// `sh` that forks a `sleep` and waits for it; both killed when dropped (sh leads its
+    /// own process group, so its `sleep` is not left behind as an orphan).
     struct ShWithChild(std::process::Child);
 
     impl ShWithChild {
         fn start() -> ShWithChild {
+            use std::os::unix::process::CommandExt;
             ShWithChild(
                 std::process::Command::new("sh")
                     .args(["-c", "sleep 30; true"])
+                    .process_group(0)
                     .spawn()
                     .expect("sh"),
             )
@@ -284,7 +287,8 @@ mod tests {
 
     impl Drop for ShWithChild {
         fn drop(&mut self) {
-            let _ = self.0.kill();
+            let group = nix::unistd::Pid::from_raw(-self.pid());
+            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
             let _ = self.0.wait();
         }
     }

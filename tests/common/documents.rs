@@ -106,7 +106,7 @@ fn check_string(s: &Map<String, Value>, text: &str, path: &str, out: &mut Vec<St
         }
     }
     if let Some(p) = s.get("pattern").and_then(Value::as_str) {
-        match regex::Regex::new(p) {
+        match regex_lite::Regex::new(p) {
             Ok(re) if re.is_match(text) => {}
             Ok(_) => out.push(format!("{path}: {text:?} does not match {p}")),
             Err(e) => out.push(format!("{path}: the pattern {p} is not a regex: {e}")),

@@ -528,9 +528,8 @@ fn a_legend_too_long_for_its_column_ends_with_how_many_more() {
 
 #[test]
 fn knob_labels_at_one_time_go_on_separate_rows() {
-    let out = Out::new();
-    let path = out.path("rows.png");
-    let root = BitMapBackend::new(&path, (1000, 300)).into_drawing_area();
+    let mut rgb = vec![0u8; 1000 * 300 * 3];
+    let root = BitMapBackend::with_buffer(&mut rgb, (1000, 300)).into_drawing_area();
     register_font().unwrap();
     let marker = |t: f64, label: &str| Marker {
         t,
