@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use schedlab::cpuset::CpuSet;
 use schedlab::knob::task::{apply, Policy};
@@ -29,7 +28,25 @@ fn run_and_check(preset: &Preset) {
         assert!(errors.is_empty(), "{}: {errors:?}", preset.name);
     }
     workload.open_gate();
-    std::thread::sleep(Duration::from_millis(300));
+    // Read back once every worker is past its gate and working, so a worker that
+    // changed its own settings on starting would be caught. A fair task beside a FIFO
+    // spinner runs only when RT throttling (or the fair server) lets it: within one RT
+    // period, 1 s.
+    let shm = workload.shm();
+    for (task, _) in workload.tasks.iter().zip(&specs) {
+        if task.kind.is_some() {
+            let moved = common::wait_until(common::PATIENCE, || {
+                shm.slot(task.slot).progress.load(Ordering::Relaxed) > 0
+            });
+            assert!(
+                moved,
+                "{} / {}: no progress within {:?}",
+                preset.name,
+                task.name,
+                common::PATIENCE
+            );
+        }
+    }
     let pids: Vec<i32> = workload.tasks.iter().map(|t| t.pid).collect();
     for (task, spec) in workload.tasks.iter().zip(&specs) {
         let proc_task = procfs::process::Process::new(task.pid)
@@ -61,15 +78,6 @@ fn run_and_check(preset: &Preset) {
                 s
             });
         assert_eq!(Some(allowed), spec.sched.cpus, "{ctx}: affinity");
-        if task.kind.is_some() {
-            // A fair task beside a FIFO spinner runs only when RT throttling (or the fair
-            // server) lets it: within one RT period, 1 s.
-            let shm = workload.shm();
-            let moved = common::wait_until(common::PATIENCE, || {
-                shm.slot(task.slot).progress.load(Ordering::Relaxed) > 0
-            });
-            assert!(moved, "{ctx}: no progress within 3 s");
-        }
     }
     workload.stop();
     for pid in pids {
