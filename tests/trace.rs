@@ -343,6 +343,19 @@ fn assert_the_kept_window_holds_targets_only(fin: &TraceFinal, keep: Duration) {
     assert!(kept.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
     let span = kept.last().map(|e| e.t_ns).unwrap_or(0) - kept[0].t_ns;
     assert!(span <= keep.as_nanos() as u64, "{span}");
+    // Every event lies in the trace's window (other tools' records are cut to it).
+    let (from, to) = (fin.started_ns, fin.started_ns + fin.elapsed_ns);
+    let outside: Vec<u64> = kept
+        .iter()
+        .map(|e| e.t_ns)
+        .filter(|t| !(from..=to).contains(t))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "{} events outside the window {from}..{to} ns, the first at {:?}",
+        outside.len(),
+        outside.first()
+    );
     let tids = pp_tids(fin);
     assert!(kept.iter().all(|e| touches(e.kind, &tids)));
 }
@@ -576,12 +589,45 @@ fn assert_only_the_sleepers_own_switches(
 
     assert!(
         s.switches_in.abs_diff(switches) <= 1,
-        "{} vs {switches}",
-        s.switches_in
+        "{} vs {switches}; the sleeper's events (us from the first, cpu, event): {}",
+        s.switches_in,
+        events_of(fin, sleeper_tid)
     );
     assert!(s.wakeups >= 20 && s.wakeups <= 22, "{}", s.wakeups);
     assert!(fin.tasks.iter().all(|t| t.tid != noise_pid));
     assert!(s.preemptors.iter().all(|p| p.count <= s.preempted));
+}
+
+/// `tid`'s kept events, one short line each, for a failure's message.
+fn events_of(fin: &TraceFinal, tid: i32) -> String {
+    let first = fin.events_kept.first().map_or(0, |e| e.t_ns);
+    fin.events_kept
+        .iter()
+        .filter(|e| touches(e.kind, &[tid]))
+        .map(|e| {
+            let what = match e.kind {
+                EventKind::Waking {
+                    waker, target_cpu, ..
+                } => {
+                    format!("waking by {waker} for cpu{target_cpu}")
+                }
+                EventKind::Wakeup { target_cpu, .. } => format!("wakeup on cpu{target_cpu}"),
+                EventKind::Migrate { .. } => "migrate".to_string(),
+                EventKind::SwitchedIn { .. } => "in (inferred)".to_string(),
+                EventKind::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                    ..
+                } => format!("switch {prev_pid} (state {prev_state:#x}) -> {next_pid}"),
+            };
+            format!(
+                "\n  {:>9.1} cpu{} {what}",
+                (e.t_ns - first) as f64 / 1e3,
+                e.cpu
+            )
+        })
+        .collect()
 }
 
 /// A thread on the last CPU that spins `spin` (its CPU never idle: the tracer turns

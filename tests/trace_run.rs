@@ -295,15 +295,24 @@ fn assert_run_agrees(run: &TracedRun, flag: &str, exact: Exact) {
     let rows = timehist_rows(&String::from_utf8_lossy(&run.timehist.stdout), pid);
     let (delays, any_delay) = perfs_delays_in_the_window(&rows, from, to);
     let context = format!(
-        "trace {}; perf's worst wake-ups (us, at s into the window): {:?}",
+        "trace {}; perf's worst wake-ups (us, at s into the window): {:?}; perf's delays across the window's edges, left out (us, woken at s into the window): {:?}",
         r["trace"],
         worst_wakeups(&rows, from, to),
+        delays_across_the_edges(&rows, from, to),
     );
+    // perf is as blind to switches from idle as the tracepoints (see src/trace/mod.rs):
+    // each that schedlab filled from context-switch records or inferred can make one of
+    // perf's delays run on to the reader's next switch it did see.
+    let blind = ["idle_switches_filled", "idle_switches_inferred"]
+        .iter()
+        .map(|k| r["trace"][k].as_u64().expect("idle switches") as usize)
+        .sum();
     assert_latencies_agree(
         &reader["sched"]["wakeup_latency"],
         &delays,
         &any_delay,
         exact,
+        blind,
         &context,
     );
 }
@@ -329,6 +338,19 @@ fn worst_wakeups(rows: &[TimehistRow], from: f64, to: f64) -> Vec<(f64, f64)> {
     worst.sort_by(|a, b| b.0.total_cmp(&a.0));
     worst.truncate(3);
     worst
+}
+
+/// perf's delays (us, and when woken, s from `from`) that began before the window and
+/// ended in it, or began in it and ended after: neither side may count them.
+fn delays_across_the_edges(rows: &[TimehistRow], from: f64, to: f64) -> Vec<(f64, f64)> {
+    rows.iter()
+        .filter_map(|(out, delay_ms, run_ms, _)| {
+            let switched_in = out - run_ms / 1000.0;
+            let woken = switched_in - delay_ms / 1000.0;
+            let across = (woken < from && switched_in >= from) || (woken <= to && switched_in > to);
+            across.then_some((delay_ms * 1000.0, woken - from))
+        })
+        .collect()
 }
 
 /// A row's delay (us) and when the task was woken (s), when the whole delay lies in
@@ -424,16 +446,20 @@ fn perfs_delays_in_the_window(rows: &[TimehistRow], from: f64, to: f64) -> (Vec<
 }
 
 /// schedlab's wakeup latency `w` against perf's sorted `delays` (and `any_delay`), as
-/// close as `exact` says; `context` says where they disagree.
+/// close as `exact` says, where up to `blind` of perf's delays ran long (a switch from
+/// idle perf did not see); `context` says where they disagree.
 fn assert_latencies_agree(
     w: &serde_json::Value,
     delays: &[f64],
     any_delay: &[f64],
     exact: Exact,
+    blind: usize,
     context: &str,
 ) {
-    let perf_max = delays[delays.len() - 1];
-    let perf_p99 = delays[delays.len() * 99 / 100];
+    let last = delays.len() - 1;
+    let perf_max = delays[last];
+    let p99_at = delays.len() * 99 / 100;
+    let perf_p99 = delays[p99_at];
     let perf_p50 = delays[delays.len() / 2];
     let (wakeup_max, p99, p50) = (
         num(&w["max_ns"], "max_ns") / 1000.0,
@@ -441,22 +467,33 @@ fn assert_latencies_agree(
         num(&w["p50_ns"], "p50_ns") / 1000.0,
     );
     let seen = format!(
-        "schedlab p50/p99/max {p50:.1}/{p99:.1}/{wakeup_max:.1} us vs perf sched timehist {perf_p50:.1}/{perf_p99:.1}/{perf_max:.1} us (perf's next to max: {:?}); {context}",
+        "schedlab p50/p99/max {p50:.1}/{p99:.1}/{wakeup_max:.1} us vs perf sched timehist {perf_p50:.1}/{perf_p99:.1}/{perf_max:.1} us (perf's next to max: {:?}; {blind} switches from idle perf could not see); {context}",
         &delays[delays.len().saturating_sub(4)..]
     );
     if exact == Exact::Yes {
         // The same wake-ups from the same sched_waking (perf prints whole us): within
-        // 10 % + 5 us at the worst, p99 within 25 % + 2 us.
-        // schedlab's worst wake-up is one of perf's delays, and perf saw no worse
-        // wake-up.
+        // 10 % + 5 us at the worst, p99 within 25 % + 2 us. Each of perf's delays that
+        // ran long moves perf's ranks by one: the p99 lies between perf's `blind`
+        // ranks below and above it, and perf's worst `blind` may be longer.
+        // schedlab's worst wake-up is one of perf's delays (or, with such delays, no
+        // longer than perf's worst), and perf saw no worse wake-up.
+        let one_of_perfs = any_delay
+            .iter()
+            .any(|d| (wakeup_max - d).abs() <= 0.1 * d + 5.0);
         assert!(
-            any_delay
-                .iter()
-                .any(|d| (wakeup_max - d).abs() <= 0.1 * d + 5.0),
+            one_of_perfs || (blind > 0 && wakeup_max <= perf_max * 1.1 + 5.0),
             "{seen}"
         );
-        assert!(perf_max <= wakeup_max * 1.1 + 5.0, "{seen}");
-        assert!((p99 - perf_p99).abs() <= 0.25 * perf_p99 + 2.0, "{seen}");
+        let perf_max_seen = delays[last.saturating_sub(blind)];
+        assert!(perf_max_seen <= wakeup_max * 1.1 + 5.0, "{seen}");
+        let (low, high) = (
+            delays[p99_at.saturating_sub(blind)],
+            delays[(p99_at + blind).min(last)],
+        );
+        assert!(
+            p99 >= 0.75 * low - 2.0 && p99 <= 1.25 * high + 2.0,
+            "{seen}"
+        );
     } else {
         // Later starts: never longer than perf's (perf's whole us round up by <1 us),
         // and the median short by at most the few us a VM takes from waking to wakeup.

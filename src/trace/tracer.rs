@@ -80,8 +80,11 @@ impl Tracer {
         let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
-        enable_all(&mut rings)?;
+        // Stamped before the first ring is enabled: every event the trace holds lies in
+        // its window (an event written between the enabling and a later stamp would
+        // start a wake-up before the window that other tools, cut to it, leave out).
         let started_ns = monotonic_ns();
+        enable_all(&mut rings)?;
         let (join_tx, join_rx) = mpsc::channel();
         let (disabled_tx, disabled_rx) = mpsc::channel();
         let mut worker = Worker::new(
