@@ -214,6 +214,8 @@ pub struct TraceFinal {
     pub idle_switches_filled: u64,
     /// Switches from idle that neither the tracepoints nor the (paced) context-switch
     /// records showed, inferred when the task next switched out: counted, untimed.
+    /// Also a target's switch-in the kernel never wrote at all (its switch-out found
+    /// it off its CPU; perf beside the tracer misses the same events).
     pub idle_switches_inferred: u64,
     /// CPU rings replaced by larger ones after they lost records (see grow.rs).
     pub rings_grown: u64,

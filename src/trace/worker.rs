@@ -121,7 +121,7 @@ impl Worker {
             undecodable: s.undecodable,
             late: self.merger.late(),
             idle_switches_filled: self.idle.filled,
-            idle_switches_inferred: self.idle.inferred,
+            idle_switches_inferred: self.idle.inferred + s.agg.inferred(),
             rings_grown: self.grow.grown,
             waking_cross_cpu_only: self.waking_cross_cpu_only,
             failure: None,

@@ -529,3 +529,35 @@ fn histogram_memory_is_as_documented() {
     let h: Histogram<u64> = new_hist();
     assert_eq!(h.distinct_values(), 25_600);
 }
+
+#[test]
+fn a_switch_out_of_a_task_last_seen_off_its_cpu_counts_the_switch_in_never_written() {
+    // A sleeps twice; its second wake-up and switch-in were never written (under load
+    // on a VM, perf beside the tracer saw neither), only its switch-out. B is
+    // preempted, then switched out again with its switch-in missing.
+    let a = agg(&[
+        switch(0, 0, A, S, OTHER),
+        waking(5_000_000, 1, A, OTHER),
+        wakeup(5_000_100, 0, A),
+        switch(5_002_000, 0, OTHER, R, A),
+        switch(5_003_000, 0, A, S, OTHER),
+        switch(10_003_000, 0, A, S, OTHER),
+        switch(20_000_000, 1, B, R, OTHER),
+        switch(21_000_000, 1, B, R, OTHER),
+    ]);
+    let x = task(&a, A);
+    assert_eq!(
+        (x.switches_in, x.blocked, x.wakeups, x.wakeups_unseen),
+        (2, 3, 2, 1)
+    );
+    // Only the wake-up whose switch-in was seen has a latency.
+    assert_eq!(x.wakeup_latency.count, 1);
+    let y = task(&a, B);
+    assert_eq!((y.switches_in, y.preempted), (1, 2));
+    assert_eq!(
+        y.runq_delay.count, 0,
+        "no wait is timed across a missing switch-in"
+    );
+    // Both inferred, for the trace's count of switches it did not see.
+    assert_eq!(a.inferred(), 2);
+}
