@@ -159,7 +159,7 @@ impl PerfBeside {
             })
             .collect();
         let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
-        let ins = lines.iter().filter(|l| l.contains(&next)).count();
+        let ins = count(&next);
         format!(
             "perf saw {ins} switch-ins, {} wakings, {} wake-ups of {tid}:\n{}",
             count("sched_waking:"),

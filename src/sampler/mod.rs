@@ -461,9 +461,14 @@ fn next_round(
         next = now + interval;
     }
     match last_round {
-        Some(last) => next.max(last + interval / 2),
+        Some(last) => next.max(soonest_after(last, interval)),
         None => next,
     }
+}
+
+/// The soonest a round may start after one that began at `last`: half an interval.
+fn soonest_after(last: Instant, interval: Duration) -> Instant {
+    last + interval / 2
 }
 
 fn sampler_loop(
@@ -498,7 +503,7 @@ fn sampler_loop(
                 Ok(Command::SetTargets(t)) => reader.set_targets(t),
                 Ok(Command::SampleNow) => {
                     reader.read_system_next();
-                    match last_round.map(|t| t + interval / 2) {
+                    match last_round.map(|t| soonest_after(t, interval)) {
                         Some(at) if at > Instant::now() => next = at,
                         _ => break,
                     }
