@@ -17,6 +17,7 @@
 pub mod app;
 pub mod check;
 pub mod cli;
+pub mod columns;
 pub mod commands;
 pub mod cpuset;
 pub mod error;

@@ -5,73 +5,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::App;
+pub use crate::columns::Column;
 use crate::preset::Headline;
-
-/// A column of the task table, in table order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Column {
-    Task,
-    PidTid,
-    Policy,
-    Nice,
-    Cpus,
-    Now,
-    Cpu,
-    /// The ideal share from the nice weights (fairness presets only).
-    Ideal,
-    Wait,
-    Switches,
-    Migrations,
-    Progress,
-}
-
-impl Column {
-    pub const ALL: [Column; 12] = [
-        Column::Task,
-        Column::PidTid,
-        Column::Policy,
-        Column::Nice,
-        Column::Cpus,
-        Column::Now,
-        Column::Cpu,
-        Column::Ideal,
-        Column::Wait,
-        Column::Switches,
-        Column::Migrations,
-        Column::Progress,
-    ];
-
-    pub fn header(self) -> &'static str {
-        match self {
-            Column::Task => "TASK",
-            Column::PidTid => "PID/TID",
-            Column::Policy => "POLICY",
-            Column::Nice => "NICE",
-            Column::Cpus => "CPUS",
-            Column::Now => "NOW",
-            Column::Cpu => "CPU%",
-            Column::Ideal => "IDEAL%",
-            Column::Wait => "WAIT%",
-            Column::Switches => "VOL/INV /s",
-            Column::Migrations => "MIG/s",
-            Column::Progress => "PROGRESS",
-        }
-    }
-
-    /// Rates sort biggest first (the busiest task on top); names, ids, CPUs and nice in
-    /// order.
-    fn descending(self) -> bool {
-        matches!(
-            self,
-            Column::Cpu
-                | Column::Ideal
-                | Column::Wait
-                | Column::Switches
-                | Column::Migrations
-                | Column::Progress
-        )
-    }
-}
 
 /// The table's order: by `column`, the other way round when `reverse`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,6 +9,7 @@ mod tests;
 
 use std::time::Duration;
 
+pub use crate::columns::Column;
 use crate::preset::setting::Setting;
 use crate::preset::Headline;
 
@@ -73,21 +74,6 @@ pub enum Graph {
     CpuBusy,
 }
 
-/// The task table's columns, by the names lessons use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Column {
-    Policy,
-    Nice,
-    Cpus,
-    Now,
-    Cpu,
-    Ideal,
-    Wait,
-    Switches,
-    Migrations,
-    Progress,
-}
-
 pub const GRAPHS: [(&str, Graph); 4] = [
     ("cpu-share", Graph::CpuShare),
     ("switches", Graph::Switches),
@@ -95,6 +81,8 @@ pub const GRAPHS: [(&str, Graph); 4] = [
     ("cpu-busy", Graph::CpuBusy),
 ];
 
+/// The task table's columns a lesson may point at, by the names lessons use (the task's
+/// name and ids are not worth pointing at).
 pub const COLUMNS: [(&str, Column); 10] = [
     ("policy", Column::Policy),
     ("nice", Column::Nice),

@@ -9,7 +9,7 @@ use ratatui::Frame;
 use super::theme;
 use crate::app::{App, Playing};
 use crate::lesson::check::Verdict;
-use crate::lesson::{Column, Graph, Look, Pace};
+use crate::lesson::{Graph, Look, Pace};
 
 /// Rows the caption may take at most (the workbench stays usable below it).
 const MAX_ROWS: u16 = 10;
@@ -29,22 +29,10 @@ pub fn looks_at_graph(app: &App, g: Graph) -> bool {
     look(app) == Some(Look::Graph(g))
 }
 
-/// The table column the current step points at, as the table names it.
+/// The table column the current step points at.
 pub fn looked_column(app: &App) -> Option<crate::app::Column> {
-    use crate::app::Column as C;
     match look(app)? {
-        Look::Column(c) => Some(match c {
-            Column::Policy => C::Policy,
-            Column::Nice => C::Nice,
-            Column::Cpus => C::Cpus,
-            Column::Now => C::Now,
-            Column::Cpu => C::Cpu,
-            Column::Ideal => C::Ideal,
-            Column::Wait => C::Wait,
-            Column::Switches => C::Switches,
-            Column::Migrations => C::Migrations,
-            Column::Progress => C::Progress,
-        }),
+        Look::Column(c) => Some(c),
         Look::Graph(_) => None,
     }
 }
