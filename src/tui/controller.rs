@@ -61,6 +61,7 @@ const FORWARD_EVERY: Duration = Duration::from_millis(100);
 
 /// What the controller starts with.
 pub struct Setup {
+    /// The preset a restart starts again (with the live changes made so far).
     pub preset: Preset,
     /// The schedlab binary, whose hidden subcommands are the workers.
     pub exe: PathBuf,
@@ -70,7 +71,7 @@ pub struct Setup {
     pub wakings: crate::trace::Wakings,
     pub sys: SystemKnobs,
     pub open_recorder: OpenRecorder,
-    /// Where recordings and timelines go.
+    /// Where recordings and timelines go: a new file each, named by the time.
     pub record_dir: PathBuf,
 }
 
@@ -80,28 +81,13 @@ pub fn spawn(
     setup: Setup,
     events: UnboundedSender<Action>,
 ) -> std::io::Result<(Sender<Effect>, JoinHandle<()>)> {
-    let Setup {
-        preset,
-        exe,
-        interval,
-        wakings,
-        sys,
-        open_recorder,
-        record_dir,
-    } = setup;
     let (tx, rx): (Sender<Effect>, Receiver<Effect>) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("schedlab-controller".into())
         .spawn(move || {
             crate::knob::task::elevate_if_requested(true);
             let mut ctl = Controller {
-                preset,
-                exe,
-                interval,
-                wakings,
-                sys,
-                open_recorder,
-                record_dir,
+                setup,
                 events,
                 running: None,
                 recorder: None,
@@ -110,14 +96,20 @@ pub fn spawn(
                 export: None,
             };
             ctl.start();
-            ctl.send(Action::SystemKnobs(sys::list(&ctl.sys.probe)));
+            ctl.send(Action::SystemKnobs(sys::list(&ctl.setup.sys.probe)));
             ctl.serve(&rx);
             // A timeline half-written is abandoned (its .part file removed), not awaited.
             if let Some(export) = ctl.export.take() {
                 export.cancel();
             }
             ctl.stop();
-            let restored = ctl.sys.restore().iter().map(ToString::to_string).collect();
+            let restored = ctl
+                .setup
+                .sys
+                .restore()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             ctl.send(Action::Stopped(restored));
         })?;
     Ok((tx, handle))
@@ -125,17 +117,8 @@ pub fn spawn(
 
 /// What the controller thread holds between requests.
 struct Controller {
-    /// The preset a restart starts again (with the live changes made so far).
-    preset: Preset,
-    exe: PathBuf,
-    /// The workbench's one interval, handed to every experiment started.
-    interval: Interval,
-    /// Which sched_waking events a trace asks the kernel for.
-    wakings: crate::trace::Wakings,
-    sys: SystemKnobs,
-    open_recorder: OpenRecorder,
-    /// Where recordings and timelines go: a new file each, named by the time.
-    record_dir: PathBuf,
+    /// What it started with; the preset takes the live changes, for a restart.
+    setup: Setup,
     events: UnboundedSender<Action>,
     running: Option<Experiment>,
     /// A recording while no experiment runs (between a failed restart and the next).
@@ -203,6 +186,7 @@ impl Controller {
             }
             Effect::ExportTrace => {
                 let path = self
+                    .setup
                     .record_dir
                     .join(format!("schedlab-trace-{}.pftrace", unix_time()));
                 let (started, restarted) = self.export_trace(path);
@@ -221,18 +205,24 @@ impl Controller {
         }
     }
 
-    /// Start `self.preset`; a failure is news for the UI, not the end of the workbench.
+    /// Start `self.setup.preset`; a failure is news for the UI, not the end of the workbench.
     fn start(&mut self) {
         let opts = experiment::Options {
-            interval: self.interval.clone(),
+            interval: self.setup.interval.clone(),
             trace: experiment::Trace::Off,
-            wakings: self.wakings,
+            wakings: self.setup.wakings,
         };
-        match Experiment::start(self.preset.clone(), &[], &self.exe, &mut self.sys, &opts) {
+        match Experiment::start(
+            self.setup.preset.clone(),
+            &[],
+            &self.setup.exe,
+            &mut self.setup.sys,
+            &opts,
+        ) {
             Ok(mut exp) => {
                 self.send(Action::Started(Box::new(exp.started().clone())));
                 if let Some(rec) = self.recorder.take() {
-                    exp.record(Some(rec), &self.sys);
+                    exp.record(Some(rec), &self.setup.sys);
                 }
                 self.running = Some(exp);
                 // Only a refusal is news: the UI still shows the trace as on.
@@ -256,7 +246,7 @@ impl Controller {
 
     fn apply(&mut self, s: &Setting) {
         let result = match self.running.as_mut() {
-            Some(exp) => exp.apply(s, &mut self.sys).result.clone(),
+            Some(exp) => exp.apply(s, &mut self.setup.sys).result.clone(),
             None => Err(KnobError::invalid(format!("{s}: no workload is running"))),
         };
         self.send(Action::KnobResult {
@@ -264,7 +254,7 @@ impl Controller {
             result,
         });
         if s.target == "sys" {
-            self.send(Action::SystemKnobs(sys::list(&self.sys.probe)));
+            self.send(Action::SystemKnobs(sys::list(&self.setup.sys.probe)));
         }
     }
 
@@ -335,17 +325,17 @@ impl Controller {
     /// the processes picked with `a` join again.
     fn restart(&mut self, name: Option<String>) {
         if let Some(exp) = &self.running {
-            let started = self.preset.groups.len();
-            self.preset = exp.session().preset.clone();
+            let started = self.setup.preset.groups.len();
+            self.setup.preset = exp.session().preset.clone();
             // What joined while it ran (picked processes, new threads and children, each
             // a group after the preset's) is not started again by its pid and tid, which
             // may name other tasks by now: picked processes are attached again below,
             // checked by start time, and new threads and children are followed again.
-            self.preset.groups.truncate(started);
+            self.setup.preset.groups.truncate(started);
         }
         if let Some(name) = name {
             match crate::preset::load(&name) {
-                Ok(p) => self.preset = p,
+                Ok(p) => self.setup.preset = p,
                 Err(e) => {
                     self.send(Action::Error(format!("{e:#}")));
                     return;
@@ -364,7 +354,8 @@ impl Controller {
             None => self.recorder.is_some(),
         };
         let path = (!recording).then(|| {
-            self.record_dir
+            self.setup
+                .record_dir
                 .join(format!("schedlab-{}.jsonl", unix_time()))
         });
         self.record(path);
@@ -373,19 +364,19 @@ impl Controller {
     fn record(&mut self, path: Option<PathBuf>) {
         let Some(path) = path else {
             if let Some(exp) = self.running.as_mut() {
-                exp.record(None, &self.sys);
+                exp.record(None, &self.setup.sys);
             }
             self.recorder = None;
             self.send(Action::Recording(Ok(None)));
             return;
         };
-        match (self.open_recorder)(&path) {
+        match (self.setup.open_recorder)(&path) {
             Ok(rec) => {
                 match self.running.as_mut() {
-                    Some(exp) => exp.record(Some(rec), &self.sys),
+                    Some(exp) => exp.record(Some(rec), &self.setup.sys),
                     None => {
                         let mut rec = rec;
-                        rec.system_knobs(&sys::list(&self.sys.probe));
+                        rec.system_knobs(&sys::list(&self.setup.sys.probe));
                         self.recorder = Some(rec);
                     }
                 }
@@ -404,7 +395,7 @@ impl Controller {
             return Ok(on);
         };
         let was_on = exp.tracing().0;
-        let result = exp.set_tracing(on, Some(TRACE_KEEP), &mut self.sys);
+        let result = exp.set_tracing(on, Some(TRACE_KEEP), &mut self.setup.sys);
         self.tracing = on && result.is_ok();
         if was_on && !on {
             self.forward_pending();
@@ -441,7 +432,7 @@ impl Controller {
         let Some(exp) = self.running.as_mut() else {
             return (Err(TimelineError::NoWorkload), Ok(false));
         };
-        let (old, restarted) = exp.hand_over_trace(Some(TRACE_KEEP), &mut self.sys);
+        let (old, restarted) = exp.hand_over_trace(Some(TRACE_KEEP), &mut self.setup.sys);
         self.tracing = restarted.is_ok();
         let Some(old) = old else {
             return (Err(TimelineError::NotTracing), Ok(false));
