@@ -72,6 +72,8 @@ fn bad_lessons_are_refused_in_one_line_naming_what_is_allowed() {
         (one_step("").replace("'4s'", "'soon'"), "duration \"soon\""),
         (one_step("").replace("'4s'", "'20m'"), "allowed 1s..10m, or \"key\""),
         (one_step("").replace("graph:headline", "graph:pie"), "look \"graph:pie\" is unknown: allowed are graph:cpu-share"),
+        // The table has a TASK column; a lesson cannot point at it (nothing to see there).
+        (one_step("").replace("graph:headline", "column:task"), "look \"column:task\" is unknown: allowed are graph:cpu-share"),
         (one_step("set = ['reader.policy=fast']\n"), "unknown policy"),
         (one_step("set = ['nobody.nice=3']\n"), "unknown task \"nobody\""),
         (one_step("set = ['reader.poll_stdin=on']\n"), "cannot be changed live"),
