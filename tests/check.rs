@@ -216,7 +216,7 @@ impl References {
         let cyclic = dir.path().join("cyclic");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/reference/cyclic.c");
         let out = Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
+            .args(["-O2", "-Wall", "-pthread", "-o"])
             .arg(&cyclic)
             .arg(&src)
             .output()
