@@ -20,6 +20,7 @@ pub enum Column {
 }
 
 impl Column {
+    /// Every column, in the order the table shows them.
     pub const ALL: [Column; 12] = [
         Column::Task,
         Column::PidTid,

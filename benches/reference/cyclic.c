@@ -22,6 +22,12 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sleep to the absolute CLOCK_MONOTONIC time `at_ns`, through any signal. */
+static void sleep_until(long long at_ns) {
+    struct timespec t = { at_ns / 1000000000LL, at_ns % 1000000000LL };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {}
+}
+
 static int pin(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -37,8 +43,7 @@ static void *neighbour(void *arg) {
     long long next = now_ns();
     while (measuring) {
         next += 10000000;
-        struct timespec t = { next / 1000000000LL, next % 1000000000LL };
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {}
+        sleep_until(next);
     }
     return NULL;
 }
@@ -61,8 +66,7 @@ int main(int argc, char **argv) {
     const long long interval = 1000000;
     long long next = now_ns() + interval;
     for (long i = 0; i < n; i++) {
-        struct timespec t = { next / 1000000000LL, next % 1000000000LL };
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0) {}
+        sleep_until(next);
         long long now = now_ns();
         lat[i] = now - next;
         next += interval;

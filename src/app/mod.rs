@@ -30,12 +30,13 @@ use crate::sampler::{Batch, Interval, TaskSample};
 use crate::trace::{TraceBatch, TraceError};
 use keys::{Command, KeyMap};
 
+pub use crate::columns::Column;
 pub use crate::lab::describe::{PresetView, Started, TaskInfo};
 pub use crate::lab::live::Live;
 pub use crate::workload::attach::ProcRow;
 pub use export::{Exported, TimelineError};
 pub use modal::Mode;
-pub use view::{Branch, Column, Sort};
+pub use view::{Branch, Sort};
 
 /// Everything that can happen to the App.
 #[derive(Clone, Debug)]

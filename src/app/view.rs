@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::App;
-pub use crate::columns::Column;
+use crate::columns::Column;
 use crate::preset::Headline;
 
 /// The table's order: by `column`, the other way round when `reverse`.

@@ -9,7 +9,7 @@ mod tests;
 
 use std::time::Duration;
 
-pub use crate::columns::Column;
+use crate::columns::Column;
 use crate::preset::setting::Setting;
 use crate::preset::Headline;
 
