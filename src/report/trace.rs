@@ -16,7 +16,9 @@ use super::RunReport;
 use crate::lab::experiment::{Finished, KnobEvent};
 use crate::lab::store::Store;
 use crate::lab::switches::WindowCount;
-use crate::trace::{comm_str, EventKind, SchedEvent, TaskSched, TraceFinal, KEEP_MAX_EVENTS};
+use crate::trace::{
+    comm_str, EventKind, SchedEvent, TaskSched, TraceFinal, WakeupOnce, KEEP_MAX_EVENTS,
+};
 
 /// One task as the trace saw it, beside the kernel's own counters of the same run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -301,12 +303,11 @@ fn write_to(
 /// The Chrome JSON trace format: slices built here (the protobuf leaves that to the UI).
 fn write_json(t: &Timeline, out: &mut impl std::io::Write) -> std::io::Result<Written> {
     let mut names = t.names.clone();
-    // Tasks whose sched_waking was seen and whose sched_wakeup is still to come.
-    let mut announced = std::collections::BTreeSet::new();
+    let mut once = WakeupOnce::default();
     let timeline: Vec<TimelineEvent> = t
         .events
         .iter()
-        .filter_map(|e| timeline_event(e, &mut names, &mut announced))
+        .filter_map(|e| timeline_event(e, &mut names, &mut once))
         .collect();
     let summary = write_chrome_json(
         &TimelineInput {
@@ -336,8 +337,9 @@ fn write_json(t: &Timeline, out: &mut impl std::io::Write) -> std::io::Result<Wr
 fn timeline_event(
     e: &SchedEvent,
     names: &mut BTreeMap<i32, String>,
-    announced: &mut std::collections::BTreeSet<i32>,
+    once: &mut WakeupOnce,
 ) -> Option<TimelineEvent> {
+    let starts_a_wakeup = once.starts(&e.kind);
     Some(match e.kind {
         EventKind::Switch {
             prev_pid,
@@ -369,11 +371,8 @@ fn timeline_event(
             waker,
             target_cpu,
         } => {
-            let waking = matches!(e.kind, EventKind::Waking { .. });
             // A sched_wakeup whose sched_waking was drawn already adds nothing.
-            if waking {
-                announced.insert(pid);
-            } else if announced.remove(&pid) {
+            if !starts_a_wakeup {
                 return None;
             }
             TimelineEvent::Waking {

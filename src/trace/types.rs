@@ -66,6 +66,51 @@ pub enum EventKind {
     },
 }
 
+/// One wake-up, however many records the kernel wrote of it: a cross-CPU wake-up comes
+/// as sched_waking then sched_wakeup (the tracer asks for sched_waking only there, or
+/// everywhere with --trace-every-waking), a same-CPU one as sched_wakeup alone. Fed a
+/// stream oldest first, it says which records start a wake-up, so that a count of them is
+/// a count of wake-ups, whichever format holds them.
+#[derive(Debug, Default)]
+pub struct WakeupOnce {
+    /// Tasks whose sched_waking was seen and whose sched_wakeup is still to come: a
+    /// handful at most (each is woken at most once before it runs).
+    announced: Vec<i32>,
+}
+
+impl WakeupOnce {
+    /// Whether this record starts a wake-up: every sched_waking, and a sched_wakeup with
+    /// no sched_waking of its task before it. A task's switch-in ends what was announced
+    /// for it (a sched_wakeup lost with the ring's records must not swallow the next).
+    pub fn starts(&mut self, kind: &EventKind) -> bool {
+        match *kind {
+            EventKind::Waking { pid, .. } => {
+                if !self.announced.contains(&pid) {
+                    self.announced.push(pid);
+                }
+                true
+            }
+            EventKind::Wakeup { pid, .. } => !self.forget(pid),
+            EventKind::Switch { next_pid, .. } | EventKind::SwitchedIn { pid: next_pid } => {
+                self.forget(next_pid);
+                false
+            }
+            EventKind::Migrate { .. } => false,
+        }
+    }
+
+    /// Whether `pid` was announced (it is not any more).
+    fn forget(&mut self, pid: i32) -> bool {
+        match self.announced.iter().position(|&p| p == pid) {
+            Some(i) => {
+                self.announced.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Latency percentiles in microseconds (as the tables print them). From hdrhistogram
 /// with 3 significant digits: each percentile is within 0.1 % of the true sample value
 /// (and never above `max_us`, which is exact); values past 10 s count as 10 s in the
@@ -283,6 +328,54 @@ mod tests {
             v,
             serde_json::json!({"count": 3, "p50_ns": 1234, "p90_ns": 2000, "p99_ns": 9999,
                 "p999_ns": 10000, "max_ns": 4_113_700})
+        );
+    }
+
+    #[test]
+    fn a_waking_and_its_wakeup_are_one_wake_up() {
+        let waking = |pid| EventKind::Waking {
+            pid,
+            waker: 1,
+            target_cpu: 1,
+        };
+        let wakeup = |pid| EventKind::Wakeup {
+            pid,
+            waker: 1,
+            target_cpu: 1,
+        };
+        let switch_in = |pid| EventKind::Switch {
+            prev_pid: 0,
+            prev_state: 0,
+            next_pid: pid,
+            prev_comm: [0; 16],
+            next_comm: [0; 16],
+        };
+        let mut once = WakeupOnce::default();
+        let starts: Vec<bool> = [
+            // Cross-CPU: waking, then its wakeup. Two tasks' wake-ups interleaved.
+            waking(10),
+            waking(11),
+            wakeup(11),
+            wakeup(10),
+            // Same-CPU: the wakeup alone.
+            wakeup(10),
+            // A waking whose wakeup was lost: the switch-in ends it, so the next lone
+            // wakeup is a wake-up of its own.
+            waking(12),
+            switch_in(12),
+            wakeup(12),
+            EventKind::Migrate {
+                pid: 12,
+                orig_cpu: 0,
+                dest_cpu: 1,
+            },
+        ]
+        .iter()
+        .map(|k| once.starts(k))
+        .collect();
+        assert_eq!(
+            starts,
+            [true, true, false, false, true, true, false, true, false]
         );
     }
 }

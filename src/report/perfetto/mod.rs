@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use proto::Msg;
 pub use window::{grouped, KeptWindow};
 
-use crate::trace::{EventKind, SchedEvent};
+use crate::trace::{EventKind, SchedEvent, WakeupOnce};
 
 /// Everything a timeline is written from, owned, so a worker thread can write it while
 /// the tracer goes on.
@@ -38,7 +38,8 @@ pub struct Timeline {
 pub struct Written {
     /// sched_switch records.
     pub switches: u64,
-    /// sched_waking and sched_wakeup records.
+    /// Wake-ups, one each: a sched_waking and the sched_wakeup after it are one
+    /// ([`WakeupOnce`]), as the JSON draws them.
     pub wakeups: u64,
     /// Knob changes.
     pub marks: u64,
@@ -117,14 +118,16 @@ pub fn write(
         marks: w.marks(t)? as u64,
         ..Written::default()
     };
+    let mut once = WakeupOnce::default();
     for (i, e) in t.events.iter().enumerate() {
         if i > 0 && i % PROGRESS_EVERY == 0 && !progress(i) {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
         }
+        let starts_a_wakeup = once.starts(&e.kind);
         match w.event(e, &t.names)? {
             Some(EVENT_SCHED_SWITCH) => written.switches += 1,
-            Some(_) => written.wakeups += 1,
-            None => {}
+            Some(_) if starts_a_wakeup => written.wakeups += 1,
+            _ => {}
         }
     }
     for cpu in 0..w.bundles.len() {

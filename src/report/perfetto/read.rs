@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::trace::{EventKind, WakeupOnce};
+
 /// What a trace file holds, as the Perfetto UI would read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Contents {
@@ -10,7 +12,8 @@ pub struct Contents {
     pub switches: u64,
     /// sched_switch records by next_pid (switches in).
     pub switches_in: BTreeMap<i32, u64>,
-    /// sched_waking and sched_wakeup records.
+    /// Wake-ups, one each however many records hold one (a sched_waking and the
+    /// sched_wakeup after it are one, [`WakeupOnce`]), counted in time order.
     pub wakeups: u64,
     /// sched_wakeup records (not sched_waking) by the woken pid.
     pub wakeups_of: BTreeMap<i32, u64>,
@@ -26,6 +29,9 @@ pub struct Contents {
 /// Read `b`, a Trace; an error names what is malformed.
 pub fn read(b: &[u8]) -> Result<Contents, String> {
     let mut c = Contents::default();
+    // The switches and wake records with their times: bundles are per CPU, so the file's
+    // order is not the events'.
+    let mut timed = Vec::new();
     for (n, packet) in fields(b)? {
         if n != 1 {
             return Err(format!("Trace field {n}, not packet (1)"));
@@ -33,7 +39,7 @@ pub fn read(b: &[u8]) -> Result<Contents, String> {
         let packet = fields(bytes(packet)?)?;
         for (n, v) in &packet {
             match n {
-                1 => bundle(bytes(*v)?, &mut c)?,
+                1 => bundle(bytes(*v)?, &mut c, &mut timed)?,
                 2 => tree(bytes(*v)?, &mut c)?,
                 60 => c.tracks.push(text(&fields(bytes(*v)?)?, 2)?),
                 11 => c.instants.push(text(&fields(bytes(*v)?)?, 23)?),
@@ -41,33 +47,60 @@ pub fn read(b: &[u8]) -> Result<Contents, String> {
             }
         }
     }
+    timed.sort_by_key(|&(t, _)| t);
+    let mut once = WakeupOnce::default();
+    c.wakeups = timed.iter().filter(|(_, k)| once.starts(k)).count() as u64;
     Ok(c)
 }
 
 type Value<'a> = Result<u64, &'a [u8]>;
 
-fn bundle(b: &[u8], c: &mut Contents) -> Result<(), String> {
+fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, EventKind)>) -> Result<(), String> {
     let f = fields(b)?;
     let cpu = get(&f, 1).ok_or("a bundle without cpu")?;
     c.cpus
         .insert(u32::try_from(varint(cpu)?).map_err(|e| e.to_string())?);
     for (_, ev) in f.iter().filter(|(n, _)| *n == 2) {
         let ev = fields(bytes(*ev)?)?;
+        let t = varint(get(&ev, 1).ok_or("an event without timestamp")?)?;
         if let Some(s) = get(&ev, 4) {
             c.switches += 1;
-            let next = varint(get(&fields(bytes(s)?)?, 6).ok_or("no next_pid")?)? as i32;
-            *c.switches_in.entry(next).or_default() += 1;
+            let next_pid = pid_field(s, 6, "next_pid")?;
+            *c.switches_in.entry(next_pid).or_default() += 1;
+            // For counting wake-ups only the task switched in matters.
+            timed.push((t, EventKind::SwitchedIn { pid: next_pid }));
         }
-        if get(&ev, 20).is_some() {
-            c.wakeups += 1;
+        if let Some(w) = get(&ev, 20) {
+            let pid = pid_field(w, 2, "pid")?;
+            timed.push((
+                t,
+                EventKind::Waking {
+                    pid,
+                    waker: 0,
+                    target_cpu: 0,
+                },
+            ));
         }
         if let Some(w) = get(&ev, 17) {
-            c.wakeups += 1;
-            let pid = varint(get(&fields(bytes(w)?)?, 2).ok_or("no pid")?)? as i32;
+            let pid = pid_field(w, 2, "pid")?;
             *c.wakeups_of.entry(pid).or_default() += 1;
+            timed.push((
+                t,
+                EventKind::Wakeup {
+                    pid,
+                    waker: 0,
+                    target_cpu: 0,
+                },
+            ));
         }
     }
     Ok(())
+}
+
+/// Field `n` of message `m`, a pid.
+fn pid_field(m: Value<'_>, n: u32, what: &str) -> Result<i32, String> {
+    let f = fields(bytes(m)?)?;
+    Ok(varint(get(&f, n).ok_or_else(|| format!("no {what}"))?)? as i32)
 }
 
 fn tree(b: &[u8], c: &mut Contents) -> Result<(), String> {

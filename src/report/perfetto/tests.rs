@@ -224,3 +224,72 @@ fn a_file_is_named_only_when_complete_and_by_its_extension() {
         "{names:?}"
     );
 }
+
+#[test]
+fn both_formats_count_a_waking_and_its_wakeup_as_one_wake_up() {
+    // 10 wakes 11 across CPUs (sched_waking on CPU 0, sched_wakeup on CPU 1), then 11
+    // wakes 10 on its own CPU (sched_wakeup alone): two wake-ups in three records.
+    let wake = |t_ns, cpu, kind| SchedEvent { t_ns, cpu, kind };
+    let events = vec![
+        switch(1_000, 0, 0, 10),
+        switch(1_100, 1, 11, 0),
+        wake(
+            2_000,
+            0,
+            EventKind::Waking {
+                pid: 11,
+                waker: 10,
+                target_cpu: 1,
+            },
+        ),
+        wake(
+            2_400,
+            1,
+            EventKind::Wakeup {
+                pid: 11,
+                waker: 0,
+                target_cpu: 1,
+            },
+        ),
+        switch(2_500, 1, 0, 11),
+        switch(3_000, 0, 10, 0),
+        wake(
+            4_000,
+            1,
+            EventKind::Wakeup {
+                pid: 10,
+                waker: 11,
+                target_cpu: 1,
+            },
+        ),
+        switch(4_100, 1, 11, 10),
+    ];
+    let window = KeptWindow::of(&events, Duration::from_secs(30), 1 << 20);
+    let t = Timeline {
+        events,
+        names: [(10, "writer".to_string()), (11, "reader".to_string())].into(),
+        targets: vec![10, 11],
+        tgids: [(10, 10), (11, 10)].into(),
+        marks: Vec::new(),
+        title: "pipe".into(),
+        window,
+    };
+    let mut out = Vec::new();
+    let w = write(&t, &mut out, &mut |_| true).expect("written");
+    assert_eq!((w.switches, w.wakeups), (5, 2));
+    let c = read::read(&out).expect("reads");
+    assert_eq!((c.switches, c.wakeups), (5, 2), "read back in time order");
+    assert_eq!(
+        c.wakeups_of,
+        [(10, 1), (11, 1)].into(),
+        "a sched_wakeup each"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = crate::report::trace::write_file(&t, &dir.path().join("t.json"), &mut |_| true)
+        .expect("the JSON written");
+    assert_eq!(
+        (json.switches, json.wakeups),
+        (5, 2),
+        "the JSON counts alike"
+    );
+}
