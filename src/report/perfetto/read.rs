@@ -13,7 +13,9 @@ pub struct Contents {
     /// sched_switch records by next_pid (switches in).
     pub switches_in: BTreeMap<i32, u64>,
     /// Wake-ups, one each however many records hold one (a sched_waking and the
-    /// sched_wakeup after it are one, [`WakeupOnce`]), counted in time order.
+    /// sched_wakeup after it are one, [`WakeupOnce`]), counted in time order. The writer
+    /// counts in the tracer's order, which is the same but for events it released late
+    /// (its `late` count): a sched_waking that came after its own sched_wakeup.
     pub wakeups: u64,
     /// sched_wakeup records (not sched_waking) by the woken pid.
     pub wakeups_of: BTreeMap<i32, u64>,
