@@ -229,39 +229,32 @@ fn a_file_is_named_only_when_complete_and_by_its_extension() {
 fn both_formats_count_a_waking_and_its_wakeup_as_one_wake_up() {
     // 10 wakes 11 across CPUs (sched_waking on CPU 0, sched_wakeup on CPU 1), then 11
     // wakes 10 on its own CPU (sched_wakeup alone): two wake-ups in three records.
-    let wake = |t_ns, cpu, kind| SchedEvent { t_ns, cpu, kind };
+    // (time, CPU, sched_waking rather than sched_wakeup, wakee, waker)
+    let wake = |t_ns, cpu, waking, pid, waker| SchedEvent {
+        t_ns,
+        cpu,
+        kind: if waking {
+            EventKind::Waking {
+                pid,
+                waker,
+                target_cpu: 1,
+            }
+        } else {
+            EventKind::Wakeup {
+                pid,
+                waker,
+                target_cpu: 1,
+            }
+        },
+    };
     let events = vec![
         switch(1_000, 0, 0, 10),
         switch(1_100, 1, 11, 0),
-        wake(
-            2_000,
-            0,
-            EventKind::Waking {
-                pid: 11,
-                waker: 10,
-                target_cpu: 1,
-            },
-        ),
-        wake(
-            2_400,
-            1,
-            EventKind::Wakeup {
-                pid: 11,
-                waker: 0,
-                target_cpu: 1,
-            },
-        ),
+        wake(2_000, 0, true, 11, 10),
+        wake(2_400, 1, false, 11, 0),
         switch(2_500, 1, 0, 11),
         switch(3_000, 0, 10, 0),
-        wake(
-            4_000,
-            1,
-            EventKind::Wakeup {
-                pid: 10,
-                waker: 11,
-                target_cpu: 1,
-            },
-        ),
+        wake(4_000, 1, false, 10, 11),
         switch(4_100, 1, 11, 10),
     ];
     let window = KeptWindow::of(&events, Duration::from_secs(30), 1 << 20);
