@@ -882,11 +882,19 @@ fn switches_after_a_busy_spell_are_all_counted_with_records_paced() {
         t.wakeups,
         t.blocked
     );
-    // A kernel that hides wake-ups from idle hides the switches from idle too: those
-    // were filled from the records or, where the records were off, inferred.
-    if t.wakeups_unseen > 0 {
-        assert!(fin.idle_switches_filled + fin.idle_switches_inferred > 0);
-    }
+    // A kernel that hides wake-ups raised in the idle task hides the switches from idle
+    // too: each such wake-up's switch-in was filled from the records or, where the
+    // records were off, inferred. Give or take the three the count above allows: this
+    // VM's kernel shows idle, and its unseen wake-ups are the rare ones it never wrote
+    // at all (README, "Under load"), sometimes with the switch-in (inferred), sometimes
+    // alone (beside a CPU hog: 1 unseen, none filled or inferred).
+    assert!(
+        fin.idle_switches_filled + fin.idle_switches_inferred + 3 >= t.wakeups_unseen,
+        "{} unseen wake-ups against {} switches from idle filled and {} inferred",
+        t.wakeups_unseen,
+        fin.idle_switches_filled,
+        fin.idle_switches_inferred
+    );
     assert_eq!(fin.lost, 0);
 }
 
