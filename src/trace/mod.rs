@@ -69,5 +69,6 @@ pub use stats::{comm_str, Aggregator, HIST_HIGH_NS};
 pub use tracer::Tracer;
 pub use types::{
     EventKind, LatencyNs, LatencySummary, Preemptor, SchedEvent, TaskInterval, TaskSched,
-    TraceBatch, TraceError, TraceFinal, TraceTarget, WakeupOnce, Wakings, KEEP_MAX_EVENTS,
+    TraceBatch, TraceError, TraceFinal, TraceTarget, WakeRecord, WakeupOnce, Wakings,
+    KEEP_MAX_EVENTS,
 };

@@ -78,24 +78,50 @@ pub struct WakeupOnce {
     announced: Vec<i32>,
 }
 
+/// The records [`WakeupOnce`] reads, by the task they name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeRecord {
+    Waking(i32),
+    Wakeup(i32),
+    /// A switch (or an inferred switch-in) that put this task on a CPU.
+    SwitchIn(i32),
+}
+
+impl WakeRecord {
+    /// The record an event is, if it is one [`WakeupOnce`] reads.
+    pub fn of(kind: &EventKind) -> Option<WakeRecord> {
+        match *kind {
+            EventKind::Waking { pid, .. } => Some(WakeRecord::Waking(pid)),
+            EventKind::Wakeup { pid, .. } => Some(WakeRecord::Wakeup(pid)),
+            EventKind::Switch { next_pid, .. } => Some(WakeRecord::SwitchIn(next_pid)),
+            EventKind::SwitchedIn { pid } => Some(WakeRecord::SwitchIn(pid)),
+            EventKind::Migrate { .. } => None,
+        }
+    }
+}
+
 impl WakeupOnce {
+    /// Whether this event starts a wake-up (see [`WakeupOnce::record`]).
+    pub fn starts(&mut self, kind: &EventKind) -> bool {
+        WakeRecord::of(kind).is_some_and(|r| self.record(r))
+    }
+
     /// Whether this record starts a wake-up: every sched_waking, and a sched_wakeup with
     /// no sched_waking of its task before it. A task's switch-in ends what was announced
     /// for it (a sched_wakeup lost with the ring's records must not swallow the next).
-    pub fn starts(&mut self, kind: &EventKind) -> bool {
-        match *kind {
-            EventKind::Waking { pid, .. } => {
+    pub fn record(&mut self, rec: WakeRecord) -> bool {
+        match rec {
+            WakeRecord::Waking(pid) => {
                 if !self.announced.contains(&pid) {
                     self.announced.push(pid);
                 }
                 true
             }
-            EventKind::Wakeup { pid, .. } => !self.forget(pid),
-            EventKind::Switch { next_pid, .. } | EventKind::SwitchedIn { pid: next_pid } => {
-                self.forget(next_pid);
+            WakeRecord::Wakeup(pid) => !self.forget(pid),
+            WakeRecord::SwitchIn(pid) => {
+                self.forget(pid);
                 false
             }
-            EventKind::Migrate { .. } => false,
         }
     }
 
@@ -333,49 +359,58 @@ mod tests {
 
     #[test]
     fn a_waking_and_its_wakeup_are_one_wake_up() {
-        let waking = |pid| EventKind::Waking {
-            pid,
-            waker: 1,
-            target_cpu: 1,
-        };
-        let wakeup = |pid| EventKind::Wakeup {
-            pid,
-            waker: 1,
-            target_cpu: 1,
-        };
-        let switch_in = |pid| EventKind::Switch {
-            prev_pid: 0,
-            prev_state: 0,
-            next_pid: pid,
-            prev_comm: [0; 16],
-            next_comm: [0; 16],
-        };
+        use WakeRecord::{SwitchIn, Wakeup, Waking};
         let mut once = WakeupOnce::default();
         let starts: Vec<bool> = [
             // Cross-CPU: waking, then its wakeup. Two tasks' wake-ups interleaved.
-            waking(10),
-            waking(11),
-            wakeup(11),
-            wakeup(10),
+            Waking(10),
+            Waking(11),
+            Wakeup(11),
+            Wakeup(10),
             // Same-CPU: the wakeup alone.
-            wakeup(10),
+            Wakeup(10),
             // A waking whose wakeup was lost: the switch-in ends it, so the next lone
             // wakeup is a wake-up of its own.
-            waking(12),
-            switch_in(12),
-            wakeup(12),
-            EventKind::Migrate {
-                pid: 12,
-                orig_cpu: 0,
-                dest_cpu: 1,
-            },
+            Waking(12),
+            SwitchIn(12),
+            Wakeup(12),
         ]
-        .iter()
-        .map(|k| once.starts(k))
+        .into_iter()
+        .map(|r| once.record(r))
         .collect();
-        assert_eq!(
-            starts,
-            [true, true, false, false, true, true, false, true, false]
-        );
+        assert_eq!(starts, [true, true, false, false, true, true, false, true]);
+    }
+
+    #[test]
+    fn every_event_but_a_migration_is_a_record_of_its_task() {
+        let comm = [0; 16];
+        let switch = EventKind::Switch {
+            prev_pid: 3,
+            prev_state: 1,
+            next_pid: 4,
+            prev_comm: comm,
+            next_comm: comm,
+        };
+        assert_eq!(WakeRecord::of(&switch), Some(WakeRecord::SwitchIn(4)));
+        let inferred = EventKind::SwitchedIn { pid: 5 };
+        assert_eq!(WakeRecord::of(&inferred), Some(WakeRecord::SwitchIn(5)));
+        let waking = EventKind::Waking {
+            pid: 6,
+            waker: 3,
+            target_cpu: 1,
+        };
+        assert_eq!(WakeRecord::of(&waking), Some(WakeRecord::Waking(6)));
+        let wakeup = EventKind::Wakeup {
+            pid: 6,
+            waker: 3,
+            target_cpu: 1,
+        };
+        assert_eq!(WakeRecord::of(&wakeup), Some(WakeRecord::Wakeup(6)));
+        let migrate = EventKind::Migrate {
+            pid: 6,
+            orig_cpu: 0,
+            dest_cpu: 1,
+        };
+        assert_eq!(WakeRecord::of(&migrate), None);
     }
 }

@@ -39,7 +39,7 @@ pub struct Written {
     /// sched_switch records.
     pub switches: u64,
     /// Wake-ups, one each: a sched_waking and the sched_wakeup after it are one
-    /// ([`WakeupOnce`]), as the JSON draws them.
+    /// ([`WakeupOnce`], the rule the JSON draws its wake-ups by).
     pub wakeups: u64,
     /// Knob changes.
     pub marks: u64,

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::trace::{EventKind, WakeupOnce};
+use crate::trace::{WakeRecord, WakeupOnce};
 
 /// What a trace file holds, as the Perfetto UI would read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,13 +51,13 @@ pub fn read(b: &[u8]) -> Result<Contents, String> {
     }
     timed.sort_by_key(|&(t, _)| t);
     let mut once = WakeupOnce::default();
-    c.wakeups = timed.iter().filter(|(_, k)| once.starts(k)).count() as u64;
+    c.wakeups = timed.iter().filter(|&&(_, r)| once.record(r)).count() as u64;
     Ok(c)
 }
 
 type Value<'a> = Result<u64, &'a [u8]>;
 
-fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, EventKind)>) -> Result<(), String> {
+fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, WakeRecord)>) -> Result<(), String> {
     let f = fields(b)?;
     let cpu = get(&f, 1).ok_or("a bundle without cpu")?;
     c.cpus
@@ -69,31 +69,15 @@ fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, EventKind)>) -> Resu
             c.switches += 1;
             let next_pid = pid_field(s, 6, "next_pid")?;
             *c.switches_in.entry(next_pid).or_default() += 1;
-            // For counting wake-ups only the task switched in matters.
-            timed.push((t, EventKind::SwitchedIn { pid: next_pid }));
+            timed.push((t, WakeRecord::SwitchIn(next_pid)));
         }
         if let Some(w) = get(&ev, 20) {
-            let pid = pid_field(w, 2, "pid")?;
-            timed.push((
-                t,
-                EventKind::Waking {
-                    pid,
-                    waker: 0,
-                    target_cpu: 0,
-                },
-            ));
+            timed.push((t, WakeRecord::Waking(pid_field(w, 2, "pid")?)));
         }
         if let Some(w) = get(&ev, 17) {
             let pid = pid_field(w, 2, "pid")?;
             *c.wakeups_of.entry(pid).or_default() += 1;
-            timed.push((
-                t,
-                EventKind::Wakeup {
-                    pid,
-                    waker: 0,
-                    target_cpu: 0,
-                },
-            ));
+            timed.push((t, WakeRecord::Wakeup(pid)));
         }
     }
     Ok(())
