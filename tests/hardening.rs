@@ -172,7 +172,7 @@ headline = "share"
 task = "sh"
 [[task]]
 name = "sh"
-command = ["sh", "-c", "sleep 300 & (while :; do :; done) & wait"]
+command = ["sh", "-c", "sleep 299.731 & (while :; do :; done) & wait"]
 cpus = "0"
 policy = "batch"
 "#,
@@ -217,8 +217,10 @@ impl Drop for Leftovers {
     }
 }
 
-/// The sleeper the forking preset starts, as its command line reads in /proc.
-const SLEEPER: &str = "sleep\x00300";
+/// The sleeper the forking preset starts, as its command line reads in /proc. An odd
+/// length, so that nobody else's `sleep 300` is taken for it (and killed at the end: a
+/// shell's `sleep 300` beside CI once was).
+const SLEEPER: &str = "sleep\x00299.731";
 
 /// Every process whose command line holds `needle` (a unique marker).
 fn pids_with(needle: &str) -> Vec<i32> {
