@@ -28,7 +28,16 @@ pub fn require(what: &str, available: bool) -> bool {
 /// a machine-wide flock, also taken by every integration test that runs a workload
 /// (`tests/common::serial`), so it never runs beside another test's schedlab, in this
 /// `cargo test` or another checkout's.
-pub struct MachineLock(#[allow(dead_code)] std::fs::File);
+pub struct MachineLock(std::fs::File);
+
+impl Drop for MachineLock {
+    /// Unlocked before the close: a child another thread is forking shares the open file
+    /// until its exec, and would hold the lock that long.
+    fn drop(&mut self) {
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.0), libc::LOCK_UN) };
+    }
+}
 
 pub fn machine_lock() -> MachineLock {
     let file = std::fs::OpenOptions::new()

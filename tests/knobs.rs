@@ -1016,6 +1016,48 @@ fn solo_part(rows: &[(f64, bool, f64)], times: &[f64], from: f64, to: f64) -> f6
     solo / all
 }
 
+/// The knob lock let go is free at once for the next schedlab, also while other threads
+/// of the holder are forking (each child shares the lock's open file until its exec).
+#[test]
+fn the_knob_lock_is_free_the_moment_it_is_let_go_while_other_threads_spawn() {
+    use schedlab::knob::journal::{lock_path, KnobLock};
+    use std::os::fd::AsRawFd;
+    let Some(_guard) = guard() else {
+        return;
+    };
+    let spawners = common::Spawners::start(2);
+    let (mut rounds, mut busy) = (0u32, Vec::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while spawners.spawned() < 1000 && std::time::Instant::now() < deadline {
+        drop(KnobLock::acquire().expect("the knob lock"));
+        // Another open file, as another schedlab's would be: flocks conflict per open file.
+        let other = std::fs::File::open(lock_path().expect("lock path")).expect("open the lock");
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            busy.push(rounds);
+        }
+        // Unlocked, not only closed, for the same reason as the knob lock itself.
+        // SAFETY: as above.
+        unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_UN) };
+        rounds += 1;
+    }
+    let spawned = spawners.finish();
+    eprintln!(
+        "{rounds} rounds beside {spawned} spawns, {} still locked",
+        busy.len()
+    );
+    assert!(
+        spawned >= 100,
+        "only {spawned} spawns in 30 s: nothing raced"
+    );
+    assert!(
+        busy.is_empty(),
+        "the lock was still held right after it was let go in {} of {rounds} rounds, the first: {:?}",
+        busy.len(),
+        &busy[..busy.len().min(5)]
+    );
+}
+
 #[test]
 fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
     let Some(_g) = guard() else { return };

@@ -90,30 +90,15 @@ fn the_knob_holds_its_request_replaces_it_and_drops_it() {
 /// 1000 programs (a bare close read stale in about one round in eight).
 #[test]
 fn a_released_request_is_gone_at_once_while_other_threads_spawn() {
-    use std::sync::atomic::{AtomicU32, Ordering};
     let Some(_serial) = setup() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let stop = Arc::new(AtomicBool::new(false));
-    let spawned = Arc::new(AtomicU32::new(0));
-    let spawners: Vec<_> = (0..2)
-        .map(|_| {
-            let (stop, spawned) = (Arc::clone(&stop), Arc::clone(&spawned));
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Ok(mut c) = Command::new("true").spawn() {
-                        let _ = c.wait();
-                        spawned.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect();
+    let spawners = common::Spawners::start(2);
     let mut sys = SystemKnobs::new(dir.path().join("journal.jsonl"));
     let (mut rounds, mut stale) = (0u32, Vec::new());
     let deadline = Instant::now() + Duration::from_secs(30);
-    while spawned.load(Ordering::Relaxed) < 1000 && Instant::now() < deadline {
+    while spawners.spawned() < 1000 && Instant::now() < deadline {
         assert_eq!(set(&mut sys, "sys.cpu_dma_latency=50"), Ok("50".into()));
         let back = set(&mut sys, "sys.cpu_dma_latency=off");
         if back != Ok(DEFAULT_US.to_string()) || target() != DEFAULT_US {
@@ -121,11 +106,7 @@ fn a_released_request_is_gone_at_once_while_other_threads_spawn() {
         }
         rounds += 1;
     }
-    stop.store(true, Ordering::Relaxed);
-    for s in spawners {
-        s.join().expect("spawner");
-    }
-    let spawned = spawned.load(Ordering::Relaxed);
+    let spawned = spawners.finish();
     eprintln!(
         "{rounds} rounds beside {spawned} spawns, {} stale",
         stale.len()

@@ -438,8 +438,13 @@ impl Drop for KnobLock {
         if let Some((_, count)) = held.as_mut() {
             *count -= 1;
             if *count == 0 {
-                // Closing the file releases the flock.
-                *held = None;
+                if let Some((file, _)) = held.take() {
+                    // Unlocked before the close: a child another thread is forking shares
+                    // this open file until its exec, and a close alone would leave the
+                    // lock held until then, refusing the next schedlab.
+                    // SAFETY: flock on a descriptor we own.
+                    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_UN) };
+                }
             }
         }
     }

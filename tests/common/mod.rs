@@ -74,6 +74,66 @@ pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
+/// Threads of this test process spawning `true` over and over, as other tests' threads
+/// do: each child holds a copy of every descriptor the process has open from its fork to
+/// its exec, so what a close is meant to end (a lock, a request) can outlive the close.
+pub struct Spawners {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    spawned: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Spawners {
+    pub fn start(n: usize) -> Spawners {
+        use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawned = Arc::new(AtomicU32::new(0));
+        let threads = (0..n)
+            .map(|_| {
+                let (stop, spawned) = (Arc::clone(&stop), Arc::clone(&spawned));
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Ok(mut c) = Command::new("true").spawn() {
+                            let _ = c.wait();
+                            spawned.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        Spawners {
+            stop,
+            spawned,
+            threads,
+        }
+    }
+
+    /// Programs started so far.
+    pub fn spawned(&self) -> u32 {
+        self.spawned.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stop, wait for the threads, and say how many programs they started.
+    pub fn finish(mut self) -> u32 {
+        self.end();
+        self.spawned()
+    }
+
+    fn end(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Spawners {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 pub fn alive(pid: i32) -> bool {
     // A zombie still has /proc/PID; count it as gone.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
