@@ -512,8 +512,14 @@ fn pipe_wakeup_verdict(f: &Value) -> &'static str {
 fn fifo_fair_share_verdict(d: &Value) -> &'static str {
     let (got, promised) = (field(d, "measured_share"), field(d, "expected_share"));
     let ratio = got / promised;
+    let period_s = field(d, "sched_rt_period_us") / 1e6;
+    let stretched_unmeasured = d["steady_window_s"].is_null()
+        && d["first_window_s"]
+            .as_f64()
+            .is_some_and(|first| first > 2.0 * promised * period_s);
     if !d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty)
         || d["rt_runtime_period_seen"].as_array().map_or(0, Vec::len) > 1
+        || stretched_unmeasured
     {
         "notable"
     } else if ratio < 0.3 && promised - got > 0.01 {
@@ -727,7 +733,8 @@ fn assert_nice_ladder(report: &Value, cpus: f64) {
 
 /// rt-throttle: the promise is 1 - runtime/period read from /proc now (5 %), or the
 /// fair server's 5 % on 6.12+; the fair thread gets it within the documented 0.6-1.5x
-/// (throttling is a timer, not a load effect), and with the spinner holds one CPU.
+/// over whole periods after its first window (throttling is a timer, not a load
+/// effect), and with the spinner holds one CPU.
 fn assert_rt_throttle(report: &Value) {
     let fifo = finding(report, "fifo_fair_share");
     let d = &fifo["details"];
@@ -745,30 +752,48 @@ fn assert_rt_throttle(report: &Value) {
     );
     let got = num(&d["measured_share"], "measured");
     assert_eq!(num(&fifo["value"], "value"), got * 100.0);
+    assert!(got + num(&d["fifo_share"], "fifo share") <= 1.02, "{d}");
     // Under other load (a CPU hog beside the suite) the fair thread was seen getting
     // up to 1.64x the promise in a 2 s run: the throttle's windows are timers, and a
     // loaded VM fires them late. The check then says so (notable, with the load in the
     // explanation) rather than passing it as the machine's figure; 0.2 CPUs is the
     // README's threshold for that note.
     let loaded = num(&d["other_load_cpus"], "other load") >= 0.2;
-    if d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty) {
-        if (0.6..=1.5).contains(&(got / promise)) {
-            assert_eq!(fifo["verdict"], "ok", "{fifo}");
-        } else {
-            assert!(
-                loaded && got / promise >= 0.6,
-                "fair share {got} against {promise} without other load: {d}"
-            );
+    // Started after a spell without RT tasks (the nice-ladder step just before), the
+    // spinner's first throttled window sometimes lasts 0.2-1.5 s on this kernel (a
+    // plain C program shows it too, README). The share is then judged over whole periods after it, and when the
+    // run left none, not judged at all.
+    if !d["foreign_rt_tasks"].as_array().is_some_and(Vec::is_empty) {
+        return; // Not judged, and said so (assert_documented_verdicts).
+    }
+    let period_s = read("sched_rt_period_us") / 1e6;
+    let stretched = d["first_window_s"]
+        .as_f64()
+        .is_some_and(|first| first > 2.0 * promise * period_s);
+    if stretched {
+        let text = fifo["explanation"].as_str().unwrap_or_default();
+        assert!(text.contains("the first throttled window lasted"), "{fifo}");
+        if d["steady_window_s"].is_null() {
             assert_eq!(fifo["verdict"], "notable", "{fifo}");
-            assert!(
-                fifo["explanation"]
-                    .as_str()
-                    .is_some_and(|e| e.contains("CPUs busy")),
-                "the other load is named: {fifo}"
-            );
+            assert!(text.contains("no whole RT period was left"), "{fifo}");
+            return;
         }
     }
-    assert!(got + num(&d["fifo_share"], "fifo share") <= 1.02, "{d}");
+    if (0.6..=1.5).contains(&(got / promise)) {
+        assert_eq!(fifo["verdict"], "ok", "{fifo}");
+    } else {
+        assert!(
+            loaded && got / promise >= 0.6,
+            "fair share {got} against {promise} without other load: {d}"
+        );
+        assert_eq!(fifo["verdict"], "notable", "{fifo}");
+        assert!(
+            fifo["explanation"]
+                .as_str()
+                .is_some_and(|e| e.contains("CPUs busy")),
+            "the other load is named: {fifo}"
+        );
+    }
 }
 
 /// Steal: a share of the time; per CPU, for every CPU.

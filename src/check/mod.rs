@@ -9,6 +9,7 @@ mod noise;
 mod plots;
 pub mod pmqos;
 mod progress;
+mod throttle;
 mod traced;
 pub mod verdict;
 mod watch;
@@ -474,7 +475,14 @@ impl<'a> Checker<'a> {
             );
         }
         let watch = watch::Watch::start(self.budget.rt + Duration::from_secs(30));
-        let result = self.preset_run("rt-throttle", &[], self.budget.rt);
+        // Samples every 100 ms: the throttled windows are 50 ms, and the finding finds
+        // the first one in the samples (see throttle.rs).
+        let result = self.preset_run_every(
+            "rt-throttle",
+            &[],
+            self.budget.rt,
+            Duration::from_millis(100),
+        );
         let seen = watch.finish();
         match result {
             Ok(r) => findings::fifo_share_finding(f, promise, &r, &seen),
@@ -574,6 +582,17 @@ impl<'a> Checker<'a> {
         variant: &[&str],
         duration: Duration,
     ) -> Result<RunReport> {
+        // Fewer samples than the default 100 ms: most steps need whole-run summaries only.
+        self.preset_run_every(name, variant, duration, Duration::from_millis(200))
+    }
+
+    fn preset_run_every(
+        &mut self,
+        name: &str,
+        variant: &[&str],
+        duration: Duration,
+        interval: Duration,
+    ) -> Result<RunReport> {
         let mut p: Preset = preset::load(name)?;
         for v in variant {
             let settings = p.variant(v)?.set.clone();
@@ -581,8 +600,7 @@ impl<'a> Checker<'a> {
         }
         let mut ro = RunOptions::new(self.exe.to_path_buf());
         ro.duration = duration;
-        // Fewer samples than the default 100 ms: the check needs whole-run summaries only.
-        ro.interval = Duration::from_millis(200);
+        ro.interval = interval;
         ro.stop = Arc::clone(&self.opts.stop);
         ro.overrides = variant.iter().map(|v| format!("--variant {v}")).collect();
         run(&p, &ro, self.sys)

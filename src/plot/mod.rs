@@ -28,7 +28,7 @@ mod run;
 mod style;
 mod sweep;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod text;
 
 /// The one font of every plot, embedded so that no font has to be installed; SVG files

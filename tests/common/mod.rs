@@ -134,6 +134,36 @@ impl Drop for Spawners {
     }
 }
 
+/// Runs `round` over and over beside two threads spawning programs until they have
+/// started 1000 (a bare close lost its race in about one round in eight here), at most
+/// 30 s; a round returns what went wrong, if anything. Fails naming the first few.
+pub fn rounds_beside_spawns<T: std::fmt::Debug>(what: &str, mut round: impl FnMut() -> Option<T>) {
+    let spawners = Spawners::start(2);
+    let (mut rounds, mut wrong) = (0u32, Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while spawners.spawned() < 1000 && Instant::now() < deadline {
+        if let Some(w) = round() {
+            wrong.push((rounds, w));
+        }
+        rounds += 1;
+    }
+    let spawned = spawners.finish();
+    eprintln!(
+        "{what}: {rounds} rounds beside {spawned} spawns, {} wrong",
+        wrong.len()
+    );
+    assert!(
+        spawned >= 100,
+        "only {spawned} spawns in 30 s: nothing raced"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{what}: wrong in {} of {rounds} rounds, the first: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
+
 pub fn alive(pid: i32) -> bool {
     // A zombie still has /proc/PID; count it as gone.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -34,7 +34,7 @@ fn task(name: &str, group: &str, nice: i32, share: f64) -> TaskReport {
 }
 
 /// A run of `n` tasks over 4 s with two knob changes at 2 s (one refused).
-pub(in crate::plot) fn run_report(n: usize, unit: &str) -> RunReport {
+pub(crate) fn run_report(n: usize, unit: &str) -> RunReport {
     let names: Vec<String> = if n == 2 {
         vec!["writer".into(), "reader".into()]
     } else {

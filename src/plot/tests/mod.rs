@@ -6,7 +6,8 @@ use super::run::{EVENT_OK, EVENT_REFUSED};
 use super::style::{color, label_rows, legend, si_tick, trim_number, Mark, Marker, TAB10};
 use super::sweep::sweep_axis;
 use super::*;
-mod fixtures;
+/// Runs, sweeps and comparisons with known numbers, also for other modules' tests.
+pub(crate) mod fixtures;
 
 pub(super) use fixtures::{compare_report, run_report, sweep_report};
 
