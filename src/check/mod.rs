@@ -448,7 +448,7 @@ impl<'a> Checker<'a> {
             "% of a CPU",
             "1 - rt_runtime/rt_period (5 %), >= 5 % on 6.12+",
             format!(
-                "schedlab run rt-throttle for {:.1} s (a SCHED_FIFO 1 spinner and a nice -20 thread, both on CPU 0; the share is taken after the preset's {:.1} s warm-up, whole RT periods): the fair thread's CPU share against max(1 - sched_rt_runtime_us/sched_rt_period_us read now, fair server runtime/period on 6.12+)",
+                "schedlab run rt-throttle for {:.1} s, sampled every 100 ms (a SCHED_FIFO 1 spinner and a nice -20 thread, both on CPU 0): the fair thread's CPU share over whole RT periods after its first throttled window (a stretched first window is named and left out; without samples to find it, after the preset's {:.1} s warm-up) against max(1 - sched_rt_runtime_us/sched_rt_period_us read now, fair server runtime/period on 6.12+)",
                 self.budget.rt.as_secs_f64(),
                 preset::load("rt-throttle").map_or(0.0, |p| p.warmup.as_secs_f64())
             ),

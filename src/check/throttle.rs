@@ -91,15 +91,18 @@ pub fn windows(r: &RunReport, task: &str, period_s: f64) -> Option<Windows> {
     })
 }
 
-/// The share over the most whole periods from `from` that `samples` cover (to half a
-/// sample), with its window.
+/// How late a sample may end and still count as ending on time (a sampler's jitter).
+const JITTER_S: f64 = 0.01;
+
+/// The share over the most whole periods from `from` that `samples` cover, with its
+/// window: it ends at the first sample end at or after the last whole period (never
+/// before it, which could cut off the throttled window that closes each period).
 fn steady_share(samples: &[(f64, f64, f64)], from: f64, period_s: f64) -> Option<(f64, f64, f64)> {
     let last = samples.last()?.1;
-    let step = samples.first().map_or(0.0, |s| s.1 - s.0);
     if period_s <= 0.0 {
         return None;
     }
-    let periods = ((last - from + step / 2.0) / period_s).floor();
+    let periods = ((last - from + JITTER_S) / period_s).floor();
     if periods < 1.0 {
         return None;
     }
@@ -107,7 +110,7 @@ fn steady_share(samples: &[(f64, f64, f64)], from: f64, period_s: f64) -> Option
     let to = samples
         .iter()
         .map(|s| s.1)
-        .min_by(|a, b| (a - goal).abs().total_cmp(&(b - goal).abs()))?;
+        .find(|&t| t >= goal - JITTER_S)?;
     (to > from).then(|| (ran(samples, from, to) / (to - from), from, to))
 }
 
@@ -201,6 +204,21 @@ mod tests {
             "{w:?}"
         );
         assert!(w.steady.is_some(), "{w:?}");
+    }
+
+    #[test]
+    fn a_period_off_the_sample_grid_is_measured_to_the_sample_after_it() {
+        // Periods of 0.93 s: windows at 1.88-1.93 and 2.81-2.86 s after the first at
+        // 0.95-1.0 s (samples 1.8-1.9, 1.9-2.0, 2.8-2.9 hold them).
+        let mut s = vec![0.0; 30];
+        s[9] = 0.5;
+        s[18] = 0.2;
+        s[19] = 0.3;
+        s[28] = 0.5;
+        let w = windows(&run(&s), "fair", 0.93).expect("windows");
+        let (share, from, to) = w.steady.expect("two whole periods");
+        assert!(close(from, 1.0) && close(to, 2.9), "{w:?}");
+        assert!(close(share, 0.1 / 1.9), "{w:?}");
     }
 
     #[test]
