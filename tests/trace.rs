@@ -257,7 +257,9 @@ fn ping_pong(run: Duration) -> PingPong {
 }
 
 fn pipe() -> (std::fs::File, std::fs::File) {
-    let (r, w): (OwnedFd, OwnedFd) = nix::unistd::pipe().expect("pipe");
+    // Closed on exec: other tests' children (a tmux server) must not inherit it.
+    let (r, w): (OwnedFd, OwnedFd) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
     (std::fs::File::from(r), std::fs::File::from(w))
 }
 

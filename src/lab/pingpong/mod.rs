@@ -134,8 +134,10 @@ pub struct PingPong {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// A pipe closed on exec: a program another thread starts meanwhile (a worker, a
+/// reference tool) must not keep the pair's ends open for its whole life.
 fn pipe() -> Result<(File, File)> {
-    let (r, w) = nix::unistd::pipe().context("creating a pipe")?;
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
     Ok((File::from(r), File::from(w)))
 }
 

@@ -89,3 +89,12 @@ fn pingpong_arithmetic() {
     assert!((p.us_per_op() - 8.0).abs() < 1e-9);
     assert_eq!(p.chunk_range(), Some((7.5, 8.5)));
 }
+
+#[test]
+fn the_pairs_pipes_are_closed_on_exec() {
+    let (r, w) = pipe().expect("pipe");
+    for f in [&r, &w] {
+        let flags = nix::fcntl::fcntl(f, nix::fcntl::FcntlArg::F_GETFD).expect("F_GETFD");
+        assert_ne!(flags & libc::FD_CLOEXEC, 0, "{f:?} is inherited by exec");
+    }
+}
