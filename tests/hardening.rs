@@ -543,3 +543,113 @@ fn input_meant_to_exhaust_schedlab_is_refused_at_once() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("task \"w\": cannot run \"/nonexistent/prog\": no such file"));
 }
+
+/// Every descriptor of `pid` above stderr, as "fd -> target".
+fn open_fds(pid: i32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let mut fds: Vec<String> = dir
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+                .is_some_and(|n| n > 2)
+        })
+        .map(|e| {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            format!(
+                "{} -> {}",
+                e.file_name().to_string_lossy(),
+                target.display()
+            )
+        })
+        .collect();
+    fds.sort();
+    fds
+}
+
+/// Workers hold what they were given (the experiment's pipes) and what they opened
+/// themselves (their shared-memory page), nothing of schedlab's own (the PM QoS request:
+/// a worker holding it would keep the machine's latency target after schedlab; the
+/// knob lock, the journal, the tracer's perf events) nor what schedlab inherited from
+/// its starter (here a stray descriptor and a MAKEFLAGS naming a jobserver on it).
+#[test]
+fn workers_get_only_their_pipes_and_no_jobserver() {
+    use command_fds::{CommandFdExt, FdMapping};
+    if !common::require("root", common::is_root()) {
+        return;
+    }
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    const STRAY: i32 = 40;
+    let stray = std::fs::File::open("/dev/null").expect("/dev/null");
+    let mut cmd = Command::new(common::exe());
+    cmd.args(["run", "pipe-wakeup", "--duration", "60s", "--trace"])
+        .args(["--set", "sys.cpu_dma_latency=0"])
+        // A written knob: the run holds the knob lock and the journal too.
+        .args(["--set", "sys.autogroup=0"])
+        .env("SCHEDLAB_JOURNAL", &journal)
+        .env(
+            "MAKEFLAGS",
+            format!(" -j4 --jobserver-auth={STRAY},{STRAY}"),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd.fd_mappings(vec![FdMapping {
+        parent_fd: stray.into(),
+        child_fd: STRAY,
+    }])
+    .expect("a stray descriptor for schedlab");
+    let run = common::Spawned::spawn(&mut cmd, Some(&journal));
+    let pid = run.id() as i32;
+    // Both tasks running: the writer's worker and the exec'd `wc`.
+    let workers = || -> Vec<i32> {
+        common::children(pid)
+            .into_iter()
+            .filter(|&c| {
+                std::fs::read_to_string(format!("/proc/{c}/cmdline"))
+                    .is_ok_and(|l| l.contains("__worker") || l.starts_with("wc\0"))
+            })
+            .collect()
+    };
+    assert!(
+        common::wait_until(common::PATIENCE, || workers().len() >= 2
+            && journal.exists()),
+        "the run never started its two tasks: children {:?}",
+        common::children(pid)
+    );
+    let own = open_fds(pid);
+    assert!(
+        own.iter().any(|f| f.ends_with("/dev/cpu_dma_latency"))
+            && own
+                .iter()
+                .any(|f| f.starts_with(&format!("{STRAY} -> /dev/null"))),
+        "schedlab itself holds the request and the stray: {own:?}"
+    );
+    for w in workers() {
+        let comm = std::fs::read_to_string(format!("/proc/{w}/comm")).unwrap_or_default();
+        let held = open_fds(w);
+        let foreign: Vec<&String> = held
+            .iter()
+            .filter(|f| {
+                let data_pipe =
+                    (f.starts_with("3 -> ") || f.starts_with("4 -> ")) && f.contains("-> pipe:[");
+                !data_pipe && !f.contains("/dev/shm/schedlab-")
+            })
+            .collect();
+        assert!(
+            foreign.is_empty(),
+            "worker {w} ({}) holds more than its pipes: {foreign:?} (all: {held:?})",
+            comm.trim()
+        );
+        let env = std::fs::read(format!("/proc/{w}/environ")).unwrap_or_default();
+        assert!(
+            !env.split(|&b| b == 0).any(|v| v.starts_with(b"MAKEFLAGS=")),
+            "worker {w} ({}) was handed the outer MAKEFLAGS",
+            comm.trim()
+        );
+    }
+}

@@ -446,8 +446,14 @@ fn the_pm_qos_finding_agrees_with_cyclictest_side_by_side() {
         (0.8..=1.3).contains(&off_ratio) && (0.8..=1.2).contains(&on_ratio),
         "ours against cyclictest: without {off_ratio:.2} (allowed 0.8..1.3), with {on_ratio:.2} (allowed 0.8..1.2)"
     );
+    // Our drop as the pairs carry cyclictest's over: ours = cyclictest x paired ratio on
+    // each side. The whole-test medians mix the host's two regimes differently for the
+    // two tools: one run beside a CPU hog read ours 1.08x against cyclictest's 1.43x with
+    // both paired medians at 1.00 (ours' "without" chunks fell in the fast regime in 13
+    // rounds of 24, cyclictest's in 8, a moment apart).
+    let ours_drop_paired = ct_drop * off_ratio / on_ratio;
     assert!(
-        ours_drop >= 1.2,
-        "cyclictest shows a {ct_drop:.2}x drop, ours {ours_drop:.2}x"
+        ours_drop_paired >= 1.2,
+        "cyclictest shows a {ct_drop:.2}x drop, ours {ours_drop_paired:.2}x through the pairs ({ours_drop:.2}x by whole-test medians)"
     );
 }

@@ -175,11 +175,17 @@ impl Workload {
                 dir: workload.dir.path(),
             };
             run.program_args(&mut cmd, specs, &members)?;
-            pass_pipe_ends(&mut cmd, &mut pipes, first)?;
+            let given = pass_pipe_ends(&mut cmd, &mut pipes, first)?;
             cmd.stdin(Stdio::null());
             cmd.stdout(Stdio::null());
             cmd.stderr(log.try_clone().map_or_else(|_| Stdio::null(), Stdio::from));
-            contain_child(&mut cmd, join_fd);
+            // An outer make's jobserver (a make, or cargo under one, that started
+            // schedlab) is not the experiment's: a make in a task would join it, or warn
+            // and fall back to -j1 without the descriptors it names (closed below).
+            for var in ["MAKEFLAGS", "MFLAGS", "MAKELEVEL"] {
+                cmd.env_remove(var);
+            }
+            contain_child(&mut cmd, join_fd, given);
             let child = cmd
                 .spawn()
                 .with_context(|| format!("starting task \"{}\" ({})", first.name, exe.display()))?;
@@ -521,7 +527,8 @@ impl Launch<'_> {
 /// 0-2 before main, and one poll arms a pipe's poll_usage for life (every later write
 /// then runs the wake-up path). `__exec` moves them to 0/1 just before it becomes the
 /// command.
-fn pass_pipe_ends(cmd: &mut Command, pipes: &mut Pipes, task: &TaskSpec) -> Result<()> {
+/// Returns which of the data descriptors the task was given: (stdin pipe, stdout pipe).
+fn pass_pipe_ends(cmd: &mut Command, pipes: &mut Pipes, task: &TaskSpec) -> Result<(bool, bool)> {
     let mut take = |name: &Option<String>, read: bool| -> Option<OwnedFd> {
         name.as_deref()
             .and_then(|n| pipes.get_mut(n))
@@ -540,17 +547,24 @@ fn pass_pipe_ends(cmd: &mut Command, pipes: &mut Pipes, task: &TaskSpec) -> Resu
             child_fd: DATA_OUT_FD,
         });
     }
+    let given = (
+        mappings.iter().any(|m| m.child_fd == DATA_IN_FD),
+        mappings.iter().any(|m| m.child_fd == DATA_OUT_FD),
+    );
     cmd.fd_mappings(mappings)
         .context("passing the pipe ends to a task")?;
-    Ok(())
+    Ok(given)
 }
 
 /// Between fork and exec: into the workload's cgroup, its own process group, killed
-/// with schedlab.
-fn contain_child(cmd: &mut Command, join_fd: Option<std::os::fd::RawFd>) {
+/// with schedlab, and with no descriptor above stderr but the data pipes it was
+/// `given` (stdin, stdout): whatever schedlab itself inherited from its starter (a
+/// shell's, a test harness's, a jobserver's) is no business of the experiment's.
+fn contain_child(cmd: &mut Command, join_fd: Option<std::os::fd::RawFd>, given: (bool, bool)) {
     let parent = std::process::id() as i32;
-    // SAFETY: only async-signal-safe calls (pwrite, setpgid, prctl, getppid, _exit)
-    // run between fork and exec.
+    // SAFETY: only async-signal-safe calls (pwrite, setpgid, prctl, getppid, fcntl,
+    // close_range, _exit) run between fork and exec. They run after std's stdio set-up
+    // and after the pipe mapping (registered earlier), so 0-2 and the pipes are in place.
     unsafe {
         cmd.pre_exec(move || {
             // Into the workload's cgroup before anything else: from here on all it
@@ -566,6 +580,24 @@ fn contain_child(cmd: &mut Command, join_fd: Option<std::os::fd::RawFd>) {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            for (fd, kept) in [(DATA_IN_FD, given.0), (DATA_OUT_FD, given.1)] {
+                if !kept {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            // Closed at exec from the first descriptor after the data pipes on (Linux
+            // 5.11+; before that one by one, to a bound far above what schedlab opens).
+            if libc::syscall(
+                libc::SYS_close_range,
+                DATA_OUT_FD + 1,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) != 0
+            {
+                for fd in DATA_OUT_FD + 1..4096 {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
             }
             Ok(())
         });
