@@ -387,17 +387,11 @@ pub(super) fn fifo_share_finding(
     details["rt_runtime_period_seen"] = json!(seen.rt_sysctls);
     details["foreign_rt_tasks"] = json!(seen.foreign_rt);
     f.details = details;
+    // Only where something is promised: with nothing promised no window is stretched.
     let stretched = windows
         .as_ref()
-        .filter(|w| expected >= 0.005 && w.first_s > 2.0 * expected * period_s)
-        .map(|w| {
-            format!(
-                "the first throttled window lasted {}{} where {:.0} ms is promised, a start-up transient of this kernel when RT tasks start after a spell without any (README: rt-throttle's first window)",
-                if w.first_unended { "at least " } else { "" },
-                ns((w.first_s * 1e9) as u64),
-                expected * period_s * 1e3
-            )
-        });
+        .filter(|_| expected >= 0.005)
+        .and_then(|w| w.stretched(expected * period_s));
     match (why_fifo_share_unjudgeable(r, fifo, seen), stretched) {
         (Some(why), _) => f.judged((Verdict::Notable, why)),
         (None, Some(transient)) if steady.is_none() => f.judged((

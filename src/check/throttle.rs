@@ -23,6 +23,21 @@ pub struct Windows {
     pub steady: Option<(f64, f64, f64)>,
 }
 
+impl Windows {
+    /// What to say of the first window when it lasted more than twice the `promised_s`
+    /// window (a normal one is 50-55 ms of 50; a stretched one 0.2 s and more).
+    pub fn stretched(&self, promised_s: f64) -> Option<String> {
+        (self.first_s > 2.0 * promised_s).then(|| {
+            format!(
+                "the first throttled window lasted {}{} where {:.0} ms is promised, a start-up transient of this kernel when RT tasks start after a spell without any (README: rt-throttle's first window)",
+                if self.first_unended { "at least " } else { "" },
+                crate::report::ns((self.first_s * 1e9) as u64),
+                promised_s * 1e3
+            )
+        })
+    }
+}
+
 /// Below this share of a sample the thread is taken not to have run (0.5 ms in 100 ms:
 /// a sample's boundary cutting a window leaves more than that on one side or the other).
 const RAN: f64 = 0.005;
@@ -219,6 +234,24 @@ mod tests {
         let (share, from, to) = w.steady.expect("two whole periods");
         assert!(close(from, 1.0) && close(to, 2.9), "{w:?}");
         assert!(close(share, 0.1 / 1.9), "{w:?}");
+    }
+
+    #[test]
+    fn a_window_over_twice_the_promise_is_stretched() {
+        let w = |first_s, first_unended| Windows {
+            first_s,
+            first_ended_s: 1.0,
+            first_unended,
+            steady: None,
+        };
+        assert_eq!(w(0.055, false).stretched(0.05), None);
+        let said = w(0.55, false).stretched(0.05).expect("stretched");
+        assert!(
+            said.starts_with("the first throttled window lasted 550.0 ms where 50 ms"),
+            "{said}"
+        );
+        let said = w(1.15, true).stretched(0.05).expect("stretched");
+        assert!(said.contains("lasted at least 1.15 s"), "{said}");
     }
 
     #[test]

@@ -77,14 +77,14 @@ pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 /// Threads of this test process spawning `true` over and over, as other tests' threads
 /// do: each child holds a copy of every descriptor the process has open from its fork to
 /// its exec, so what a close is meant to end (a lock, a request) can outlive the close.
-pub struct Spawners {
+struct Spawners {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     spawned: std::sync::Arc<std::sync::atomic::AtomicU32>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Spawners {
-    pub fn start(n: usize) -> Spawners {
+    fn start(n: usize) -> Spawners {
         use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
         use std::sync::Arc;
         let stop = Arc::new(AtomicBool::new(false));
@@ -110,12 +110,12 @@ impl Spawners {
     }
 
     /// Programs started so far.
-    pub fn spawned(&self) -> u32 {
+    fn spawned(&self) -> u32 {
         self.spawned.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stop, wait for the threads, and say how many programs they started.
-    pub fn finish(mut self) -> u32 {
+    fn finish(mut self) -> u32 {
         self.end();
         self.spawned()
     }
