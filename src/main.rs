@@ -13,6 +13,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if commands::is_controller(&cli) {
         commands::install_panic_hook();
+        schedlab::workload::adopt_orphans();
         if !matches!(cli.command, Some(Cmd::Restore { .. })) {
             commands::clean_up_after_the_dead();
         }

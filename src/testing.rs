@@ -24,6 +24,14 @@ pub fn require(what: &str, available: bool) -> bool {
     );
 }
 
+/// A property of the host (kernel config, hardware, mounts) that a test cannot
+/// exercise here: says so and returns, whatever `SCHEDLAB_REQUIRE_ALL` says, since no
+/// install brings it. The caller proves what it can without it (how schedlab refuses,
+/// fixtures) before it returns; [`require`] is for what an install brings (a tool, root).
+pub fn host_lacks(what: &str) {
+    eprintln!("not exercised on this host: it lacks {what}");
+}
+
 /// Held by a unit test that takes schedlab's knob lock or writes the machine's cgroups:
 /// a machine-wide flock, also taken by every integration test that runs a workload
 /// (`tests/common::serial`), so it never runs beside another test's schedlab, in this

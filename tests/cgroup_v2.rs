@@ -207,10 +207,10 @@ fn cgroup_knobs_run_against_a_private_cgroup_v2_hierarchy() {
     }
     let before = mountinfo();
     let v2 = PrivateV2::mount();
-    if !common::require("a cgroup2 filesystem to mount", v2.is_ok()) {
+    let Ok(mut v2) = v2 else {
+        common::host_lacks("a cgroup2 filesystem to mount");
         return;
-    }
-    let mut v2 = v2.expect("checked");
+    };
     let mut released = match release_cpu() {
         Ok(r) => r,
         Err(why) => return skip(&why),

@@ -7,6 +7,7 @@ mod common;
 
 mod architecture;
 mod attach;
+mod build_script;
 mod cgroup_v2;
 mod check;
 mod check_diff;

@@ -811,11 +811,16 @@ fn rt_throttle_sweep_reproduces_the_table_and_restores_both_values() {
 #[test]
 fn cgroup_preset_shares_by_group_and_leaves_no_cgroup_behind() {
     let Some(_g) = guard() else { return };
-    let root = schedlab::knob::cgroup::detect();
-    if !common::require("a cgroup cpu controller", root.is_some()) {
+    let Some(root) = schedlab::knob::cgroup::detect() else {
+        common::host_lacks("a cgroup cpu controller");
+        let out = common::schedlab(&["run", "cgroup-fairness", "--duration", "1s"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("no cgroup cpu controller is mounted"),
+            "refused with its reason: {err}"
+        );
         return;
-    }
-    let Some(root) = root else { return };
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
     let mut child = Running(
@@ -1678,15 +1683,31 @@ fn knobs_command_shows_what_proc_holds_right_now() {
 #[test]
 fn cgroup_rt_runtime_and_the_rt_sysctl_apply_in_order_and_both_come_back() {
     let Some(_g) = guard() else { return };
-    if !common::require(
-        "RT group scheduling (v1 cpu.rt_runtime_us)",
-        Path::new(ROOT_RT_RUNTIME).exists(),
-    ) {
-        return;
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let j = journal_path(&dir);
     let preset = write_rtgroup_preset(dir.path());
+    if !Path::new(ROOT_RT_RUNTIME).exists() {
+        common::host_lacks("RT group scheduling (v1 cpu.rt_runtime_us)");
+        // What can be shown here: the group's RT runtime is refused, named, and the RT
+        // sysctl is left as it was.
+        let out = schedlab_with_journal(&j)
+            .arg("run")
+            .arg(&preset)
+            .args(["--duration", "1s"])
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("rt_runtime_us"),
+            "refused with its reason: {err}"
+        );
+        assert_eq!(
+            read(RT_RUNTIME),
+            _g.was(RT_RUNTIME),
+            "the RT sysctl as it was"
+        );
+        return;
+    }
     let json = dir.path().join("r.json");
     // Lower the RT sysctl at start (the root cgroup goes first), raise it above where it
     // started at 1.5 s (the sysctl goes first). The journal holds each file's value from

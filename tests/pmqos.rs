@@ -22,9 +22,11 @@ fn target() -> i32 {
 /// Root and the device, the machine lock, and no other process's request in the way
 /// (one that lingers past PATIENCE is named).
 fn setup() -> Option<common::Serial> {
-    if !common::require("root", common::is_root())
-        || !common::require(DEVICE, Path::new(DEVICE).exists())
-    {
+    if !common::require("root", common::is_root()) {
+        return None;
+    }
+    if !Path::new(DEVICE).exists() {
+        common::host_lacks(&format!("{DEVICE} (a kernel without PM QoS)"));
         return None;
     }
     let serial = common::serial();
@@ -373,6 +375,181 @@ fn a_cyclictest_chunk_counts_its_overflows_and_takes_its_median_from_the_buckets
     );
 }
 
+/// What the side-by-side comparison found: each tool's drop (without / with the
+/// request) and ours against cyclictest, chunk by chunk.
+#[derive(Debug)]
+struct Comparison {
+    /// cyclictest's drop, by its whole-test medians of the chunk averages.
+    ct_drop: f64,
+    /// Ours by the same rule (printed; mixes the host's regimes differently).
+    ours_drop: f64,
+    /// Ours / cyclictest per round (chunk medians, the same CPU moments apart), their
+    /// median: without and with the request.
+    off_ratio: f64,
+    on_ratio: f64,
+}
+
+/// cyclictest's drop at or above this is an effect, at or below 1/this none, in between
+/// either tool may say either: the finding's own threshold (1.3x) with 15 % either side.
+const EFFECT_FROM: f64 = 1.3 * 1.15;
+const NO_EFFECT_BELOW: f64 = 1.3 / 1.15;
+
+impl Comparison {
+    fn of(s: &Series) -> Comparison {
+        // Each of our chunks against the cyclictest chunk beside it: this host flips the
+        // wake-up path between regimes ~2x apart every few seconds, which a median over
+        // the whole test would mix; neighbours share theirs. By the chunks' medians: one
+        // wake-up the host delayed by milliseconds moves a 100-wake-up average by tens
+        // of us (per-round ratios of averages ran 0.2-3.2).
+        let paired = |i: usize| -> f64 {
+            let r: Vec<f64> = s.ours[i]
+                .iter()
+                .zip(&s.cyclictest[i])
+                .map(|(o, c)| o.median_ns / c.median_ns)
+                .collect();
+            median(&r)
+        };
+        Comparison {
+            ct_drop: Series::med(&s.cyclictest[0]) / Series::med(&s.cyclictest[1]),
+            ours_drop: Series::med(&s.ours[0]) / Series::med(&s.ours[1]),
+            off_ratio: paired(0),
+            on_ratio: paired(1),
+        }
+    }
+
+    /// Our drop as the pairs carry cyclictest's over: ours = cyclictest x paired ratio
+    /// on each side. The whole-test medians mix the host's two regimes differently for
+    /// the two tools: one run beside a CPU hog read ours 1.08x against cyclictest's
+    /// 1.43x with both paired medians at 1.00.
+    fn ours_drop_paired(&self) -> f64 {
+        self.ct_drop * self.off_ratio / self.on_ratio
+    }
+
+    /// What the host does, in cyclictest's words.
+    fn host(&self) -> &'static str {
+        if self.ct_drop >= EFFECT_FROM {
+            "holding the request lowers timer latency here"
+        } else if self.ct_drop <= NO_EFFECT_BELOW {
+            "holding the request changes little here"
+        } else {
+            "the effect here is near the finding's threshold"
+        }
+    }
+
+    /// Why ours and cyclictest disagree, or None when they agree on whatever this host
+    /// does: with and without the request ours is within the bounds of cyclictest chunk
+    /// by chunk, and both tools put the host on the same side of the finding's
+    /// threshold (either side may fall in the band around it).
+    fn disagreement(&self) -> Option<String> {
+        // With the request both wake from polling: within 20 %. Without it the wake-up
+        // leaves the host's idle, and by chunk averages ours once read 1.32x cyclictest
+        // with every round alike (0.97-1.09 in about ten other runs); by medians six
+        // runs here (three beside a CPU hog) read 0.98-1.11; one difference is left:
+        // cyclictest's main thread wakes the other vCPU every 10 ms. Hence 0.8..1.3.
+        if !(0.8..=1.3).contains(&self.off_ratio) || !(0.8..=1.2).contains(&self.on_ratio) {
+            return Some(format!(
+                "ours against cyclictest chunk by chunk: without {:.2} (allowed 0.8..1.3), with {:.2} (allowed 0.8..1.2)",
+                self.off_ratio, self.on_ratio
+            ));
+        }
+        let ours = self.ours_drop_paired();
+        let effect = |d: f64| d >= EFFECT_FROM;
+        let none = |d: f64| d <= NO_EFFECT_BELOW;
+        if (effect(self.ct_drop) && none(ours)) || (none(self.ct_drop) && effect(ours)) {
+            return Some(format!(
+                "cyclictest shows a {:.2}x drop, ours {ours:.2}x through the pairs ({:.2}x by whole-test medians): one sees an effect the other does not",
+                self.ct_drop, self.ours_drop
+            ));
+        }
+        None
+    }
+
+    /// One line: what was compared and what each tool saw.
+    fn summary(&self) -> String {
+        format!(
+            "{}: cyclictest {:.2}x, ours {:.2}x through the pairs ({:.2}x by whole-test medians); ours / cyclictest chunk by chunk {:.2} without, {:.2} with",
+            self.host(),
+            self.ct_drop,
+            self.ours_drop_paired(),
+            self.ours_drop,
+            self.off_ratio,
+            self.on_ratio
+        )
+    }
+}
+
+/// A series of `rounds` from chunk medians (us) per side: (ours, cyclictest) without,
+/// (ours, cyclictest) with; averages equal to the medians.
+fn recorded(rounds: &[[(f64, f64); 2]]) -> Series {
+    let stat = |us: f64| Stat {
+        avg_ns: us * 1e3,
+        median_ns: us * 1e3,
+        samples: 100,
+    };
+    let mut s = Series::default();
+    for round in rounds {
+        for (i, &(ours, ct)) in round.iter().enumerate() {
+            s.ours[i].push(stat(ours));
+            s.cyclictest[i].push(stat(ct));
+        }
+    }
+    s
+}
+
+#[test]
+fn the_agreement_rule_holds_ours_to_cyclictest_on_hosts_with_and_without_the_effect() {
+    // A haltpoll host (cyclictest 30 -> 14 us) and one with no idle state to leave
+    // (cyclictest 11 -> 12 us, as measured on a Xeon host without a cpuidle driver),
+    // with the host's two regimes in alternate rounds.
+    let haltpoll = |ours_off: f64| {
+        recorded(&[
+            [(30.5 * ours_off / 30.0, 30.0), (14.2, 14.0)],
+            [(60.0 * ours_off / 30.0, 61.0), (28.0, 28.5)],
+            [(29.0 * ours_off / 30.0, 29.5), (14.0, 13.8)],
+        ])
+    };
+    let no_idle = |ours_off: f64| {
+        recorded(&[
+            [(11.0 * ours_off / 11.0, 11.2), (12.1, 12.0)],
+            [(22.0 * ours_off / 11.0, 22.5), (24.0, 24.2)],
+            [(10.9 * ours_off / 11.0, 11.0), (11.8, 12.0)],
+        ])
+    };
+    let agree = haltpoll(30.0);
+    let c = Comparison::of(&agree);
+    assert!(c.disagreement().is_none(), "{c:?}");
+    assert!(
+        c.summary().starts_with("holding the request lowers"),
+        "{}",
+        c.summary()
+    );
+    let c = Comparison::of(&no_idle(11.0));
+    assert!(c.disagreement().is_none(), "{c:?}");
+    assert!(
+        c.summary()
+            .starts_with("holding the request changes little"),
+        "{}",
+        c.summary()
+    );
+    // Ours missing the effect on the haltpoll host (it read 14 us without), and ours
+    // inventing one on the host without (24 us without): both fail.
+    for (name, s) in [("missed", haltpoll(14.0)), ("invented", no_idle(24.0))] {
+        let c = Comparison::of(&s);
+        assert!(c.disagreement().is_some(), "{name}: {c:?}");
+    }
+    // Ours within the chunk bounds but on the other side of the threshold still fails:
+    // cyclictest 1.0x, ours 1.28x its chunks without and 0.82x with: 1.57x.
+    let skewed = recorded(&[[(15.4, 12.0), (9.8, 12.0)]; 3]);
+    let c = Comparison::of(&skewed);
+    assert!(
+        c.disagreement()
+            .is_some_and(|d| d.contains("one sees an effect")),
+        "{c:?}"
+    );
+}
+
+/// Ours against cyclictest on whatever this host does: a haltpoll VM shows a drop of
+/// about 2x with both tools, a host with no idle state to leave about 1.0x with both.
 #[test]
 fn the_pm_qos_finding_agrees_with_cyclictest_side_by_side() {
     if !common::require(
@@ -402,58 +579,9 @@ fn the_pm_qos_finding_agrees_with_cyclictest_side_by_side() {
             Series::med(v)
         );
     }
-    let (ours_off, ours_on) = (Series::med(&s.ours[0]), Series::med(&s.ours[1]));
-    let (ct_off, ct_on) = (Series::med(&s.cyclictest[0]), Series::med(&s.cyclictest[1]));
-    let (ours_drop, ct_drop) = (ours_off / ours_on, ct_off / ct_on);
-    // Each of our chunks against the cyclictest chunk beside it (same CPU, moments
-    // apart): this host flips the wake-up path between regimes ~2x apart every few
-    // seconds, which a median over the whole test would mix; neighbours share theirs.
-    // By the chunks' medians: one wake-up the host delayed by milliseconds moves a
-    // 100-wake-up average by tens of us (per-round ratios of averages ran 0.2-3.2).
-    let paired = |i: usize| -> f64 {
-        let r: Vec<f64> = s.ours[i]
-            .iter()
-            .zip(&s.cyclictest[i])
-            .map(|(o, c)| o.median_ns / c.median_ns)
-            .collect();
-        eprintln!(
-            "ours / cyclictest per round, {}: {r:.2?}",
-            ["without", "with"][i]
-        );
-        median(&r)
-    };
-    let (off_ratio, on_ratio) = (paired(0), paired(1));
-    eprintln!(
-        "without: ours {ours_off:.1} us, cyclictest {ct_off:.1} us ({:.2}), paired medians {off_ratio:.2}; with: ours {ours_on:.1} us, cyclictest {ct_on:.1} us ({:.2}), paired medians {on_ratio:.2}; drop: ours {ours_drop:.2}x, cyclictest {ct_drop:.2}x",
-        ours_off / ct_off,
-        ours_on / ct_on
-    );
-    // A machine with no idle state worth avoiding (or CPUs never idle) shows no drop:
-    // then there is nothing to reproduce, and the test says so instead of passing.
-    if !common::require(
-        &format!("a machine where holding {DEVICE} at 0 lowers timer latency (cyclictest here: {ct_off:.1} us without, {ct_on:.1} us with, {ct_drop:.2}x, at least 1.2x is needed; measured on {cpus:?}: a CPU that other load keeps busy never idles, and there is no idle state to avoid)"),
-        ct_drop >= 1.2,
-    ) {
-        return;
+    let c = Comparison::of(&s);
+    eprintln!("compared on {cpus:?}: {}", c.summary());
+    if let Some(why) = c.disagreement() {
+        panic!("{why}; {}", c.summary());
     }
-    // With the request both wake from polling: within 20 %. Without it the wake-up
-    // leaves the host's halt, and by chunk averages ours once read 1.32x cyclictest
-    // with every round alike (0.97-1.09 in about ten other runs): not noise, cause not
-    // found. By medians, six runs here (three beside a CPU hog) read 0.98-1.11. One
-    // difference is left: cyclictest's main thread wakes the other vCPU every 10 ms,
-    // ours has no such neighbour. Hence 0.8..1.3 there.
-    assert!(
-        (0.8..=1.3).contains(&off_ratio) && (0.8..=1.2).contains(&on_ratio),
-        "ours against cyclictest: without {off_ratio:.2} (allowed 0.8..1.3), with {on_ratio:.2} (allowed 0.8..1.2)"
-    );
-    // Our drop as the pairs carry cyclictest's over: ours = cyclictest x paired ratio on
-    // each side. The whole-test medians mix the host's two regimes differently for the
-    // two tools: one run beside a CPU hog read ours 1.08x against cyclictest's 1.43x with
-    // both paired medians at 1.00 (ours' "without" chunks fell in the fast regime in 13
-    // rounds of 24, cyclictest's in 8, a moment apart).
-    let ours_drop_paired = ct_drop * off_ratio / on_ratio;
-    assert!(
-        ours_drop_paired >= 1.2,
-        "cyclictest shows a {ct_drop:.2}x drop, ours {ours_drop_paired:.2}x through the pairs ({ours_drop:.2}x by whole-test medians)"
-    );
 }

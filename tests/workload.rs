@@ -176,3 +176,41 @@ fn a_command_that_cannot_run_is_refused_before_anything_starts() {
         assert!(err.to_string().ends_with(why), "{err}");
     }
 }
+
+/// Every process of a forking preset (make and its jobs) is waited for by the time
+/// schedlab exits: none is left as a zombie for init to reap (init reaps late on some
+/// machines: `schedlab <defunct>` under pid 1 for a second after the run).
+#[test]
+fn a_forking_preset_leaves_no_zombie_behind() {
+    let _serial = common::serial();
+    let mut run = std::process::Command::new(common::exe())
+        .args(["run", "parallel-build", "--duration", "1s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("schedlab run");
+    let schedlab = run.id() as i32;
+    // Every descendant seen while it runs (make's jobs come and go).
+    let mut seen = std::collections::BTreeSet::new();
+    let status = loop {
+        let mut frontier = vec![schedlab];
+        while let Some(p) = frontier.pop() {
+            for c in common::children(p) {
+                if seen.insert(c) {
+                    frontier.push(c);
+                }
+            }
+        }
+        if let Some(status) = run.try_wait().expect("try_wait") {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(status.success(), "{status}");
+    assert!(seen.len() > 3, "make and its jobs were seen: {seen:?}");
+    let left: Vec<String> = seen
+        .iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -15,12 +15,35 @@ use perf_event_open_sys::bindings;
 use super::decode::{SAMPLE_TYPE, SWITCH_SAMPLE_TYPE};
 use super::TraceError;
 
-/// Data pages per CPU ring (plus one control page): 1024 pages is 4 MiB per CPU with
-/// 4 KiB pages. A sched_switch record is 96 bytes and a wake-up 64 (plus two 40-byte
-/// context-switch records per switch where the idle gap needs them), so a ring holds
-/// 30,000 to 60,000 events: over 120 ms of a CPU producing 250,000 events/s, against a
-/// drain every 10 ms. The memory is locked kernel memory while tracing (8 MiB on 2 CPUs).
+/// Data pages per CPU ring (plus one control page) at the least: 1024 pages is 4 MiB per
+/// CPU with 4 KiB pages. A sched_switch record is 96 bytes and a wake-up 64 (plus two
+/// 40-byte context-switch records per switch where the idle gap needs them), so a ring
+/// holds 30,000 to 60,000 events.
 pub const RING_PAGES: usize = 1024;
+
+/// What all CPUs' first rings may take together, bytes: [`initial_pages`] gives each
+/// traced CPU its part, between [`RING_PAGES`] and [`RING_PAGES_FIRST_MAX`].
+pub const RINGS_FIRST_BUDGET: usize = 64 << 20;
+/// 4096 pages: 16 MiB, over 300 ms of the fastest a CPU produces here (a pipe
+/// ping-pong on one CPU: 650,000 events/s, about 52 MB/s).
+pub const RING_PAGES_FIRST_MAX: usize = 4096;
+
+/// Data pages for each of `cpus` first rings: the reader drains every 10 ms, but a
+/// loaded or debug-built machine (or the host taking the vCPU) can hold it off for far
+/// longer, and the first ring, sized before the rate is known, is the one that loses
+/// (a 4 MiB ring held 80 ms of the ping-pong: a suite run beside a build lost 38,774
+/// records). A few CPUs get room for 300 ms; many share the budget, down to 4 MiB each.
+/// The memory is locked kernel memory while tracing (32 MiB on 2 CPUs).
+pub fn initial_pages(cpus: usize) -> usize {
+    let share = RINGS_FIRST_BUDGET / cpus.max(1) / page_size();
+    let pages = share.clamp(RING_PAGES, RING_PAGES_FIRST_MAX);
+    // A power of two no larger than the share (the kernel takes 2^n data pages).
+    if pages.is_power_of_two() {
+        pages
+    } else {
+        pages.next_power_of_two() / 2
+    }
+}
 
 /// A ring that loses records is replaced by one at least this many times larger (see
 /// grow.rs), up to [`RING_PAGES_MAX`].
@@ -426,6 +449,32 @@ fn ring_why(e: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_rings_share_a_budget_within_bounds() {
+        let page = page_size();
+        let bytes = |cpus: usize| initial_pages(cpus) * page * cpus;
+        // A few CPUs: the largest first ring each.
+        assert_eq!(
+            initial_pages(2),
+            RING_PAGES_FIRST_MAX.min(RINGS_FIRST_BUDGET / 2 / page)
+        );
+        assert!(initial_pages(1) <= RING_PAGES_FIRST_MAX);
+        // Many: the budget shared, never below the old 4 MiB floor.
+        for cpus in [1, 2, 3, 5, 8, 12, 64, 1024] {
+            let p = initial_pages(cpus);
+            assert!(p.is_power_of_two(), "{cpus}: {p}");
+            assert!(
+                (RING_PAGES..=RING_PAGES_FIRST_MAX).contains(&p),
+                "{cpus}: {p}"
+            );
+            assert!(
+                p == RING_PAGES || bytes(cpus) <= RINGS_FIRST_BUDGET,
+                "{cpus}: {p}"
+            );
+        }
+        assert_eq!(initial_pages(1024), RING_PAGES);
+    }
 
     #[test]
     fn wrapped_copies() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{
     grow, ring, tracefs, Aggregator, Decoder, TraceBatch, TraceError, TraceFinal, TraceTarget,
-    Unusable, Wakings, Worker, RING_PAGES,
+    Unusable, Wakings, Worker,
 };
 use crate::sampler::Interval;
 use crate::workload::shm::monotonic_ns;
@@ -57,11 +57,12 @@ impl Tracer {
         wakings: Wakings,
         journal: &mut crate::knob::journal::Journal,
     ) -> Result<Tracer, TraceError> {
-        Tracer::start_sized(cpus, targets, interval, keep, wakings, RING_PAGES, journal)
+        let pages = ring::initial_pages(cpus.count());
+        Tracer::start_sized(cpus, targets, interval, keep, wakings, pages, journal)
     }
 
     /// [`Tracer::start_with`], each CPU's ring starting at `pages` data pages (a power of
-    /// two) rather than [`RING_PAGES`]: the tests start small to see a ring grow.
+    /// two) rather than [`ring::initial_pages`]: the tests start small to see a ring grow.
     pub fn start_sized(
         cpus: &crate::cpuset::CpuSet,
         targets: Vec<TraceTarget>,

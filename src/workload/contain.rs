@@ -318,6 +318,11 @@ fn group_members(g: &Group) -> Vec<i32> {
             return Vec::new();
         }
     }
+    in_process_group(g.pgid)
+}
+
+/// Every process (zombies too) whose process group is `pgid`, from /proc.
+pub(super) fn in_process_group(pgid: i32) -> Vec<i32> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -331,7 +336,7 @@ fn group_members(g: &Group) -> Vec<i32> {
                     let (_, rest) = s.rsplit_once(')')?;
                     rest.split_whitespace().nth(2)?.parse::<i32>().ok()
                 })
-                == Some(g.pgid)
+                == Some(pgid)
         })
         .collect()
 }

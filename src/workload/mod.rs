@@ -11,7 +11,7 @@ pub mod spawn;
 pub mod spec;
 pub mod workers;
 
-pub use spawn::{CannotRun, RunningTask, Workload};
+pub use spawn::{adopt_orphans, CannotRun, RunningTask, Workload};
 
 /// The most instances one task group may have, and the most tasks an experiment follows.
 /// It lives here, not with the presets that check it, because attaching caps the tasks by

@@ -392,6 +392,11 @@ impl Workload {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+        let groups: Vec<i32> = live
+            .iter()
+            .map(|&i| self.procs[i].child.id() as i32)
+            .collect();
+        reap_adopted(&groups, start + Duration::from_secs(5));
     }
 
     fn demote_stragglers(&self) {
@@ -415,6 +420,40 @@ impl Workload {
 impl Drop for Workload {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Make schedlab the reaper of what its tasks fork: a task's child whose parent died
+/// first (a make's job, killed with it) is then handed to schedlab, which waits for it
+/// when the workload stops, instead of to init, which on some machines leaves it a
+/// zombie for a second or more after schedlab has gone. Process-wide: called by the
+/// schedlab command itself (not a library user such as the tests, whose daemons' orphans
+/// would then be theirs).
+pub fn adopt_orphans() {
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// Wait for every process of the workload's process `groups` that was handed to
+/// schedlab (see [`adopt_orphans`]), until none of them is left or `deadline`: each is
+/// killed already and is ours once its parent has died. Only processes of these groups
+/// are waited for by pid, so no status of another child of schedlab's is taken.
+fn reap_adopted(groups: &[i32], deadline: Instant) {
+    use nix::sys::wait::{waitpid, WaitPidFlag};
+    loop {
+        let left: Vec<i32> = groups
+            .iter()
+            .flat_map(|&g| super::contain::in_process_group(g))
+            .collect();
+        for &pid in &left {
+            // Not dead yet, or (ECHILD) still another member's child, handed over when
+            // that one dies: looked at again on the next pass.
+            let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+        }
+        if left.is_empty() || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

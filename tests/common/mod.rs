@@ -197,6 +197,11 @@ pub fn require(what: &str, available: bool) -> bool {
     testing::require(what, available)
 }
 
+/// See [`testing::host_lacks`]: a property of the host, not a missing install.
+pub fn host_lacks(what: &str) {
+    testing::host_lacks(what)
+}
+
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }

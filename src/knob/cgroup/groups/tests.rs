@@ -230,8 +230,9 @@ fn real_v1() -> Option<CgroupRoot> {
         return None;
     }
     let root = detect().filter(|r| r.version == Version::V1);
-    if !crate::testing::require("a cgroup v1 cpu controller", root.is_some()) {
-        return None;
+    if root.is_none() {
+        // The v2 side runs against a private cgroup2 mount (tests/cgroup_v2.rs).
+        crate::testing::host_lacks("a cgroup v1 cpu controller");
     }
     root
 }
