@@ -23,6 +23,27 @@ impl Foreign {
         )
     }
 
+    /// A shell busy loop that gets most of a CPU however busy the host is, so what it
+    /// runs is never lost in the host's noise: nice -10, in a session of its own whose
+    /// autogroup (where the kernel has them) weighs nice -10 too, as a group of its own
+    /// competes with each other session as a whole whatever its tasks' nice.
+    fn spinner() -> Foreign {
+        let child = Command::new("nice")
+            .args(["-n", "-10", "setsid", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("start a busy loop");
+        let pid = child.id();
+        let spinner = Foreign(child);
+        // setsid runs in the same process (it forks only for a group leader): wait
+        // for the exec so the autogroup written is the loop's own.
+        let own_session = wait_until(common::PATIENCE, || {
+            common::stat_field(pid as i32, 6) == Some(i64::from(pid))
+        });
+        assert!(own_session, "the busy loop {pid} never got its own session");
+        let _ = std::fs::write(format!("/proc/{pid}/autogroup"), "-10");
+        spinner
+    }
+
     fn pid(&self) -> i32 {
         self.0.id() as i32
     }
@@ -239,4 +260,91 @@ fn refusals_are_one_line_usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// `schedlab run --pid` on `pid` for 2 s: the report, and what its foreign load must be
+/// if the attached tasks are the experiment (see [`foreign_if_attached_are_the_experiment`]).
+fn attached_run(pid: i32) -> (serde_json::Value, f64) {
+    let pid = pid.to_string();
+    let out = schedlab(&["run", "--pid", &pid, "--duration", "2s", "--json", "-"]);
+    let report = json_output(&out);
+    let expected = foreign_if_attached_are_the_experiment(&report);
+    (report, expected)
+}
+
+/// Foreign load as it must be when the attached tasks count as the experiment: the
+/// CPUs' busy and steal time, less the tasks' CPU time and schedlab's own, all from
+/// the report's own /proc/stat reads and samples over the same window. Foreign load
+/// that still holds the attached tasks' time is this plus their CPU share.
+fn foreign_if_attached_are_the_experiment(report: &serde_json::Value) -> f64 {
+    let metrics = &report["metrics"];
+    let taken: f64 = metrics["cpu"]
+        .as_array()
+        .expect("cpus")
+        .iter()
+        .map(|c| c["busy_share"].as_f64().unwrap_or(0.0) + c["steal_share"].as_f64().unwrap_or(0.0))
+        .sum();
+    let tasks: f64 = report["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["cpu_share"].as_f64().expect("share"))
+        .sum();
+    let observer = report["observer"]["cpu_share"].as_f64().expect("observer");
+    (taken - tasks - observer).max(0.0)
+}
+
+/// The attached busy loop's CPU share in `report` (the first task).
+fn attached_share(report: &serde_json::Value) -> f64 {
+    report["tasks"][0]["cpu_share"].as_f64().expect("share")
+}
+
+#[test]
+fn a_process_attached_to_is_the_experiment_not_foreign_load() {
+    let _s = serial();
+    let p = Foreign::spinner();
+    let (report, expected) = attached_run(p.pid());
+    let share = attached_share(&report);
+    // At nice -10 it runs most of a CPU even beside a build: enough to tell the two
+    // readings apart, whatever else the host runs.
+    assert!(
+        share > 0.5,
+        "the busy loop ran only {share:.2} of a CPU: {report}"
+    );
+    let foreign = report["metrics"]["foreign_cpus"].as_f64().expect("foreign");
+    assert!(
+        (foreign - expected).abs() < 0.15,
+        "foreign load {foreign:.2}, but the CPUs' busy time less the attached loop's \
+         {share:.2} and schedlab's own leaves {expected:.2}: {report}"
+    );
+}
+
+#[test]
+fn a_hog_beside_a_process_attached_to_is_foreign_load() {
+    let _s = serial();
+    let p = Foreign::spinner();
+    let hog = Foreign::spinner();
+    let (report, expected) = attached_run(p.pid());
+    let foreign = report["metrics"]["foreign_cpus"].as_f64().expect("foreign");
+    assert!(
+        (foreign - expected).abs() < 0.15,
+        "foreign load {foreign:.2}, expected {expected:.2} (attached loop {:.2}): {report}",
+        attached_share(&report)
+    );
+    // The hog, not attached, took most of a CPU: it is seen, and the result flagged.
+    assert!(
+        foreign > 0.5,
+        "the hog (pid {}) is foreign: {report}",
+        hog.pid()
+    );
+    assert_eq!(report["foreign_load"], true, "{report}");
+    let warned = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .any(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("other programs took"))
+        });
+    assert!(warned, "{report}");
 }

@@ -332,6 +332,11 @@ impl Workload {
         self.container.usage()
     }
 
+    /// The threads in the workload's cgroup (None: it has none).
+    pub fn contained_threads(&self) -> Option<std::collections::BTreeSet<i32>> {
+        self.container.threads()
+    }
+
     /// Why the workload is not in a cgroup of its own, if it is not.
     pub fn why_uncontained(&self) -> Option<&str> {
         self.container.why_uncontained.as_deref()
