@@ -348,3 +348,115 @@ fn a_hog_beside_a_process_attached_to_is_foreign_load() {
         });
     assert!(warned, "{report}");
 }
+
+/// A schedlab command run in `dir` (a command's working directory is schedlab's).
+fn schedlab_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(exe())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run schedlab")
+}
+
+#[test]
+fn a_command_that_fails_fails_the_run_with_its_status_and_stderr() {
+    let _s = serial();
+    let empty = tempfile::tempdir().expect("temp dir");
+    // As a user's first try: make where there is no Makefile.
+    let out = schedlab_in(
+        empty.path(),
+        &["run", "--duration", "10s", "--", "make", "-j4"],
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{table}{err}");
+    assert!(
+        table.contains("=> FAILED (make ended with exit status: 2 before the run ended)"),
+        "{table}"
+    );
+    assert!(
+        err.contains("ended with exit status: 2") && err.contains("no makefile found"),
+        "the status and make's own words: {err}"
+    );
+
+    // The JSON has them too; the run ended when the command did, not after 10 s.
+    let out = schedlab_in(
+        empty.path(),
+        &[
+            "run",
+            "--duration",
+            "10s",
+            "--json",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            "echo starting >&2; echo 'cannot open input' >&2; exit 3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let failed = &report["failed"][0];
+    assert_eq!(failed["task"], "sh", "{report}");
+    assert_eq!(failed["status"], "exit status: 3", "{report}");
+    let tail: Vec<&str> = failed["stderr_tail"]
+        .as_array()
+        .expect("tail")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(tail, ["starting", "cannot open input"], "{report}");
+    assert!(report["duration_s"].as_f64().expect("duration") < 9.0);
+
+    // One that ends well, or is still running when the time is up, is no failure.
+    for command in ["exit 0", "sleep 30"] {
+        let out = schedlab(&[
+            "run",
+            "--duration",
+            "1s",
+            "--json",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            command,
+        ]);
+        let report = json_output(&out);
+        assert_eq!(
+            report["failed"],
+            serde_json::json!([]),
+            "{command}: {report}"
+        );
+    }
+}
+
+#[test]
+fn compare_refuses_to_compare_a_failed_round() {
+    let _s = serial();
+    let empty = tempfile::tempdir().expect("temp dir");
+    let out = schedlab_in(
+        empty.path(),
+        &[
+            "compare",
+            "--a",
+            "make.nice=0",
+            "--b",
+            "make.nice=5",
+            "--duration",
+            "5s",
+            "--",
+            "make",
+            "-j4",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(
+        err.contains("round 1 A failed, and a failed run is not compared")
+            && err.contains("exit status: 2")
+            && err.contains("no makefile found"),
+        "{err}"
+    );
+    assert!(!text.contains("B/A"), "no ratio of failed runs: {text}");
+}
