@@ -23,6 +23,27 @@ impl Foreign {
         )
     }
 
+    /// A shell busy loop that gets most of a CPU however busy the host is, so what it
+    /// runs is never lost in the host's noise: nice -10, in a session of its own whose
+    /// autogroup (where the kernel has them) weighs nice -10 too, as a group of its own
+    /// competes with each other session as a whole whatever its tasks' nice.
+    fn spinner() -> Foreign {
+        let child = Command::new("nice")
+            .args(["-n", "-10", "setsid", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("start a busy loop");
+        let pid = child.id();
+        let spinner = Foreign(child);
+        // setsid runs in the same process (it forks only for a group leader): wait
+        // for the exec so the autogroup written is the loop's own.
+        let own_session = wait_until(common::PATIENCE, || {
+            common::stat_field(pid as i32, 6) == Some(i64::from(pid))
+        });
+        assert!(own_session, "the busy loop {pid} never got its own session");
+        let _ = std::fs::write(format!("/proc/{pid}/autogroup"), "-10");
+        spinner
+    }
+
     fn pid(&self) -> i32 {
         self.0.id() as i32
     }
@@ -239,4 +260,203 @@ fn refusals_are_one_line_usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// `schedlab run --pid` on `pid` for 2 s: the report, and what its foreign load must be
+/// if the attached tasks are the experiment (see [`foreign_if_attached_are_the_experiment`]).
+fn attached_run(pid: i32) -> (serde_json::Value, f64) {
+    let pid = pid.to_string();
+    let out = schedlab(&["run", "--pid", &pid, "--duration", "2s", "--json", "-"]);
+    let report = json_output(&out);
+    let expected = foreign_if_attached_are_the_experiment(&report);
+    (report, expected)
+}
+
+/// Foreign load as it must be when the attached tasks count as the experiment: the
+/// CPUs' busy and steal time, less the tasks' CPU time and schedlab's own, all from
+/// the report's own /proc/stat reads and samples over the same window. Foreign load
+/// that still holds the attached tasks' time is this plus their CPU share.
+fn foreign_if_attached_are_the_experiment(report: &serde_json::Value) -> f64 {
+    let metrics = &report["metrics"];
+    let taken: f64 = metrics["cpu"]
+        .as_array()
+        .expect("cpus")
+        .iter()
+        .map(|c| c["busy_share"].as_f64().unwrap_or(0.0) + c["steal_share"].as_f64().unwrap_or(0.0))
+        .sum();
+    let tasks: f64 = report["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["cpu_share"].as_f64().expect("share"))
+        .sum();
+    let observer = report["observer"]["cpu_share"].as_f64().expect("observer");
+    (taken - tasks - observer).max(0.0)
+}
+
+/// The attached busy loop's CPU share in `report` (the first task).
+fn attached_share(report: &serde_json::Value) -> f64 {
+    report["tasks"][0]["cpu_share"].as_f64().expect("share")
+}
+
+#[test]
+fn a_process_attached_to_is_the_experiment_not_foreign_load() {
+    let _s = serial();
+    let p = Foreign::spinner();
+    let (report, expected) = attached_run(p.pid());
+    let share = attached_share(&report);
+    // At nice -10 it runs most of a CPU even beside a build: enough to tell the two
+    // readings apart, whatever else the host runs.
+    assert!(
+        share > 0.5,
+        "the busy loop ran only {share:.2} of a CPU: {report}"
+    );
+    let foreign = report["metrics"]["foreign_cpus"].as_f64().expect("foreign");
+    assert!(
+        (foreign - expected).abs() < 0.15,
+        "foreign load {foreign:.2}, but the CPUs' busy time less the attached loop's \
+         {share:.2} and schedlab's own leaves {expected:.2}: {report}"
+    );
+}
+
+#[test]
+fn a_hog_beside_a_process_attached_to_is_foreign_load() {
+    let _s = serial();
+    let p = Foreign::spinner();
+    let hog = Foreign::spinner();
+    let (report, expected) = attached_run(p.pid());
+    let foreign = report["metrics"]["foreign_cpus"].as_f64().expect("foreign");
+    assert!(
+        (foreign - expected).abs() < 0.15,
+        "foreign load {foreign:.2}, expected {expected:.2} (attached loop {:.2}): {report}",
+        attached_share(&report)
+    );
+    // The hog, not attached, took most of a CPU: it is seen, and the result flagged.
+    assert!(
+        foreign > 0.5,
+        "the hog (pid {}) is foreign: {report}",
+        hog.pid()
+    );
+    assert_eq!(report["foreign_load"], true, "{report}");
+    let warned = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .any(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("other programs took"))
+        });
+    assert!(warned, "{report}");
+}
+
+/// A schedlab command run in `dir` (a command's working directory is schedlab's).
+fn schedlab_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(exe())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run schedlab")
+}
+
+#[test]
+fn a_command_that_fails_fails_the_run_with_its_status_and_stderr() {
+    let _s = serial();
+    let empty = tempfile::tempdir().expect("temp dir");
+    // As a user's first try: make where there is no Makefile.
+    let out = schedlab_in(
+        empty.path(),
+        &["run", "--duration", "10s", "--", "make", "-j4"],
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{table}{err}");
+    assert!(
+        table.contains("=> FAILED (make ended with exit status: 2 before the run ended)"),
+        "{table}"
+    );
+    assert!(
+        err.contains("ended with exit status: 2") && err.contains("no makefile found"),
+        "the status and make's own words: {err}"
+    );
+
+    // The JSON has them too; the run ended when the command did, not after 10 s.
+    let out = schedlab_in(
+        empty.path(),
+        &[
+            "run",
+            "--duration",
+            "10s",
+            "--json",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            "echo starting >&2; echo 'cannot open input' >&2; exit 3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let failed = &report["failed"][0];
+    assert_eq!(failed["task"], "sh", "{report}");
+    assert_eq!(failed["status"], "exit status: 3", "{report}");
+    let tail: Vec<&str> = failed["stderr_tail"]
+        .as_array()
+        .expect("tail")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(tail, ["starting", "cannot open input"], "{report}");
+    assert!(report["duration_s"].as_f64().expect("duration") < 9.0);
+
+    // One that ends well, or is still running when the time is up, is no failure.
+    for command in ["exit 0", "sleep 30"] {
+        let out = schedlab(&[
+            "run",
+            "--duration",
+            "1s",
+            "--json",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            command,
+        ]);
+        let report = json_output(&out);
+        assert_eq!(
+            report["failed"],
+            serde_json::json!([]),
+            "{command}: {report}"
+        );
+    }
+}
+
+#[test]
+fn compare_refuses_to_compare_a_failed_round() {
+    let _s = serial();
+    let empty = tempfile::tempdir().expect("temp dir");
+    let out = schedlab_in(
+        empty.path(),
+        &[
+            "compare",
+            "--a",
+            "make.nice=0",
+            "--b",
+            "make.nice=5",
+            "--duration",
+            "5s",
+            "--",
+            "make",
+            "-j4",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(
+        err.contains("round 1 A failed, and a failed run is not compared")
+            && err.contains("exit status: 2")
+            && err.contains("no makefile found"),
+        "{err}"
+    );
+    assert!(!text.contains("B/A"), "no ratio of failed runs: {text}");
 }

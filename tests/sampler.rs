@@ -45,6 +45,7 @@ fn reader_fields_agree_with_the_procfs_crate_and_follow_a_knob_change() {
             tid,
             slot: None,
             latency: false,
+            outside: false,
         }],
         None,
     );
@@ -173,6 +174,7 @@ fn sampler_thread_sends_batches_at_its_interval_and_reuses_them() {
             tid: pid,
             slot: None,
             latency: false,
+            outside: false,
         }],
         None,
         None,

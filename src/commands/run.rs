@@ -65,6 +65,11 @@ pub fn run_command(args: RunArgs) -> Result<()> {
     if let Some(path) = &args.plot {
         crate::plot::plot_run(&report, path)?;
     }
+    if let Some(why) = report.failure_text() {
+        return Err(anyhow::Error::new(crate::headless::run::Failed(format!(
+            "the run failed:{why}"
+        ))));
+    }
     partial_exit(
         &args.headless,
         report

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{anyhow, Result};
 
 use crate::error::Invalid;
-use crate::headless::run::{run, RunOptions};
+use crate::headless::run::{run, Failed, RunOptions};
 use crate::knob::sys::SysKnob;
 use crate::knob::sys::SystemKnobs;
 use crate::lab::session::split;
@@ -144,6 +144,14 @@ fn run_rounds(
             let result = run_unless_stopped(p, o, stop, sys);
             progress.inc(1);
             match result? {
+                // Its numbers measure nothing: no ratio is made of them.
+                Some(r) if !r.failed.is_empty() => {
+                    return Err(anyhow::Error::new(Failed(format!(
+                        "round {} {side} failed, and a failed run is not compared:{}",
+                        n + 1,
+                        r.failure_text().unwrap_or_default()
+                    ))));
+                }
                 Some(r) => *slot = Some(runs.record(&r)),
                 None => runs.interrupted = true,
             }

@@ -20,6 +20,12 @@ use crate::report::trace::write_timeline;
 use crate::report::RunReport;
 use crate::sampler::Interval;
 
+/// A command of the run failed before the run ended (see [`RunReport::failure_text`]):
+/// the report was printed, and the exit code says the run failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Failed(pub String);
+
 /// How a headless run is driven.
 #[derive(Clone, Debug)]
 pub struct RunOptions {

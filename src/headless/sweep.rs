@@ -38,6 +38,11 @@ pub fn sweep(
             Route::Task | Route::Cgroup { .. } => p.apply_all(std::slice::from_ref(&setting))?,
         }
         let r = run(&p, &o, sys)?;
+        if let Some(why) = r.failure_text() {
+            return Err(anyhow::Error::new(super::run::Failed(format!(
+                "the run at {knob}={value} failed, and a failed run is not swept:{why}"
+            ))));
+        }
         progress.inc(1);
         duration_s = r.duration_s;
         summary_from_s = r.summary_from_s;

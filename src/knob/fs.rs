@@ -53,7 +53,23 @@ pub fn mount_id(target: &Path) -> Option<u64> {
 
 /// The processes in the cgroup `dir` and every cgroup below it.
 pub fn procs_below(dir: &Path) -> Vec<i32> {
-    let mut out: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+    ids_below(dir, "cgroup.procs")
+}
+
+/// The threads in the cgroup `dir` and every cgroup below it (v2 lists them in
+/// cgroup.threads, v1 in tasks).
+pub fn threads_below(dir: &Path) -> Vec<i32> {
+    let file = if dir.join("cgroup.threads").exists() {
+        "cgroup.threads"
+    } else {
+        "tasks"
+    };
+    ids_below(dir, file)
+}
+
+/// The ids listed in `file` of the cgroup `dir` and of every cgroup below it.
+fn ids_below(dir: &Path, file: &str) -> Vec<i32> {
+    let mut out: Vec<i32> = std::fs::read_to_string(dir.join(file))
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
@@ -61,7 +77,7 @@ pub fn procs_below(dir: &Path) -> Vec<i32> {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                out.extend(procs_below(&e.path()));
+                out.extend(ids_below(&e.path(), file));
             }
         }
     }

@@ -194,6 +194,9 @@ impl Session {
 
     /// What the sampler reads for each task, in task order.
     pub fn sampler_targets(&self) -> Vec<crate::sampler::Target> {
+        // Asked of the kernel, not inferred from who started a task: a command's
+        // children are inside, a process attached to is not.
+        let inside = self.workload.contained_threads();
         self.workload
             .tasks
             .iter()
@@ -204,6 +207,7 @@ impl Session {
                 tid: t.tid,
                 slot: (!t.foreign).then_some(t.slot),
                 latency: t.kind.is_some_and(WorkerKind::measures_latency),
+                outside: inside.as_ref().is_some_and(|set| !set.contains(&t.tid)),
             })
             .collect()
     }

@@ -83,28 +83,8 @@ pub struct CpuRates {
     pub steal: f64,
 }
 
-/// Schedstat is usable unless it reads "0 0 0" for a task that has run (CONFIG_SCHED_INFO
-/// off prints zeros for everyone).
-fn schedstat_valid(s: &TaskSample) -> bool {
-    match s.schedstat {
-        Some(ss) => {
-            ss.run_ns > 0 || ss.timeslices > 0 || s.sched.sum_exec_runtime_ns.unwrap_or(0) == 0
-        }
-        None => false,
-    }
-}
-
-/// On-CPU time in ns: schedstat's run time, or se.sum_exec_runtime when schedstat is off.
-pub fn run_ns(s: &TaskSample) -> Option<u64> {
-    if schedstat_valid(s) {
-        s.schedstat.map(|ss| ss.run_ns)
-    } else {
-        s.sched.sum_exec_runtime_ns
-    }
-}
-
 fn wait_ns(s: &TaskSample) -> Option<u64> {
-    if schedstat_valid(s) {
+    if s.schedstat_valid() {
         s.schedstat.map(|ss| ss.wait_ns)
     } else {
         None
@@ -132,7 +112,7 @@ pub fn task_rates(prev: &TaskSample, cur: &TaskSample, dt_ns: u64) -> TaskRates 
         per_s(p.nr_involuntary_switches, c.nr_involuntary_switches, dt_s).unwrap_or(0.0);
     TaskRates {
         t_s: 0.0,
-        cpu_share: share(run_ns(prev), run_ns(cur)).unwrap_or(0.0),
+        cpu_share: share(prev.run_ns(), cur.run_ns()).unwrap_or(0.0),
         wait_share: share(wait_ns(prev), wait_ns(cur)),
         switches_per_s: per_s(p.nr_switches, c.nr_switches, dt_s)
             .unwrap_or(voluntary + involuntary),
@@ -411,14 +391,17 @@ impl Store {
         let snapshot = SystemSnapshot {
             t_ns: batch.t_ns,
             cpus: sys.cpus.clone(),
-            // The cgroup counts what the tasks forked too (make's jobs); without one, the
-            // tasks alone.
-            tasks_run_ns: sys.experiment_ns.unwrap_or_else(|| {
-                self.tasks
-                    .iter()
-                    .filter_map(|t| t.last.as_ref().and_then(|(_, s)| run_ns(s)))
-                    .sum()
-            }),
+            // The cgroup counts what the tasks forked too (make's jobs), and the tasks
+            // outside it (processes attached to) are added; without one, the tasks alone.
+            tasks_run_ns: sys
+                .experiment_ns
+                .map(|c| c + sys.outside_ns)
+                .unwrap_or_else(|| {
+                    self.tasks
+                        .iter()
+                        .filter_map(|t| t.last.as_ref().and_then(|(_, s)| s.run_ns()))
+                        .sum()
+                }),
             observer_ns: sys.observer_ns,
         };
         if let Some(prev) = &self.prev_system {

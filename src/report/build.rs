@@ -61,6 +61,7 @@ pub fn run_report(f: &Finished, live: &Live, asked: &Asked) -> RunReport {
         warnings: refused.clone(),
         refused,
         foreign_load: false,
+        failed: failed(workload),
         events: f.events.iter().map(EventReport::of).collect(),
         interrupted: asked.interrupted,
         observer: f.observer,
@@ -138,6 +139,29 @@ fn flag_foreign_load(report: &mut RunReport, store: &Store, workload: &Workload)
         )),
         None => {}
     }
+}
+
+/// The commands that failed before the run ended, with what they last wrote to stderr.
+fn failed(workload: &Workload) -> Vec<super::FailedTask> {
+    let failed: Vec<(&RunningTask, std::process::ExitStatus)> = workload
+        .tasks
+        .iter()
+        .filter_map(|t| Some((t, workload.failure(t)?)))
+        .collect();
+    let tail = if failed.is_empty() {
+        Vec::new()
+    } else {
+        workload.stderr_tail(super::STDERR_TAIL_LINES)
+    };
+    failed
+        .into_iter()
+        .map(|(t, status)| super::FailedTask {
+            task: t.name.clone(),
+            pid: t.pid,
+            status: status.to_string(),
+            stderr_tail: tail.clone(),
+        })
+        .collect()
 }
 
 /// The kernel's view of a task from its last sample.

@@ -167,6 +167,9 @@ pub struct RunReport {
     /// Other programs took more than [`crate::lab::store::FOREIGN_LIMIT_CPU`] of the
     /// experiment's CPUs.
     pub foreign_load: bool,
+    /// Commands that failed before the run ended: with any, the run failed and its
+    /// numbers measure nothing.
+    pub failed: Vec<FailedTask>,
     /// Knob changes during the run (`--at`), with the kernel's answer.
     pub events: Vec<EventReport>,
     pub interrupted: bool,
@@ -178,6 +181,49 @@ pub struct RunReport {
     /// The sampled time series (for plots and recordings; the CSV has it too).
     #[serde(skip)]
     pub series: RunSeries,
+}
+
+/// A command that exited with a non-zero status, or was killed by a signal not
+/// schedlab's, before the run ended.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FailedTask {
+    pub task: String,
+    pub pid: i32,
+    /// As Rust's std words it: "exit status: 2", "signal: 11 (SIGSEGV) (core dumped)".
+    pub status: String,
+    /// The last lines written to the run's stderr log, the command's stderr (at most
+    /// [`STDERR_TAIL_LINES`], from its last 4 KiB; control characters escaped).
+    pub stderr_tail: Vec<String>,
+}
+
+/// How many of a failed command's last stderr lines are kept.
+pub const STDERR_TAIL_LINES: usize = 8;
+
+impl RunReport {
+    /// What failed: each failed command's status, with its stderr tail indented
+    /// below; None when no command failed.
+    pub fn failure_text(&self) -> Option<String> {
+        if self.failed.is_empty() {
+            return None;
+        }
+        let mut out = String::new();
+        for f in &self.failed {
+            let _ = write!(
+                out,
+                "\n  {} (pid {}) ended with {} before the run ended",
+                f.task, f.pid, f.status
+            );
+            if f.stderr_tail.is_empty() {
+                out.push_str(", and wrote nothing to stderr");
+            } else {
+                out.push_str("; its stderr ends:");
+                for line in &f.stderr_tail {
+                    let _ = write!(out, "\n    {line}");
+                }
+            }
+        }
+        Some(out)
+    }
 }
 
 /// One task's rates at one sample.
@@ -396,7 +442,15 @@ pub fn render_table(r: &RunReport) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
-    let _ = writeln!(out, "=> {}{}", verdict_prefix(r), r.metrics.headline.text);
+    match failed_verdict(r) {
+        // What a failed command got of the CPUs is no result: not shown as one.
+        Some(failed) => {
+            let _ = writeln!(out, "=> {failed}: nothing was measured");
+        }
+        None => {
+            let _ = writeln!(out, "=> {}{}", verdict_prefix(r), r.metrics.headline.text);
+        }
+    }
     out
 }
 
@@ -446,7 +500,9 @@ fn task_cells(t: &TaskReport, has_ideal: bool) -> Vec<String> {
         t.policy.clone()
     };
     let mut row = vec![
-        if t.state == "exited" {
+        if t.state == "exited" && t.exit.as_deref().is_some_and(|e| e != "exit status: 0") {
+            format!("{} ({})", t.name, t.exit.as_deref().unwrap_or_default())
+        } else if t.state == "exited" {
             format!("{} (exited)", t.name)
         } else {
             t.name.clone()
@@ -525,8 +581,25 @@ fn write_latency(out: &mut String, m: &Metrics) {
     }
 }
 
-/// "NOT THE EXPERIMENT ...: " before a headline that is not what the preset measures.
+/// "FAILED (make ended with exit status: 2 before the run ended)" when a command failed.
+fn failed_verdict(r: &RunReport) -> Option<String> {
+    if r.failed.is_empty() {
+        return None;
+    }
+    let who: Vec<String> = r
+        .failed
+        .iter()
+        .map(|f| format!("{} ended with {}", f.task, f.status))
+        .collect();
+    Some(format!("FAILED ({} before the run ended)", who.join(", ")))
+}
+
+/// "FAILED ...: " or "NOT THE EXPERIMENT ...: " before a headline that is not what the
+/// preset measures.
 pub fn verdict_prefix(r: &RunReport) -> String {
+    if let Some(failed) = failed_verdict(r) {
+        return format!("{failed}: ");
+    }
     let mut why = Vec::new();
     if r.partial {
         let n = r.refused.len();

@@ -31,6 +31,9 @@ pub struct Target {
     /// Its shared-memory slot, for progress and latency.
     pub slot: Option<usize>,
     pub latency: bool,
+    /// The workload's cgroup does not hold it (a process attached to): the experiment's
+    /// CPU time is the cgroup's plus this task's (see [`SystemSample::outside_ns`]).
+    pub outside: bool,
 }
 
 /// Raw counters of one task at one instant.
@@ -83,6 +86,29 @@ impl TaskSample {
     pub fn last_cpu(&self) -> Option<u32> {
         self.stat.and_then(|s| s.processor)
     }
+
+    /// Schedstat is usable unless it reads "0 0 0" for a task that has run
+    /// (CONFIG_SCHED_INFO off prints zeros for everyone).
+    pub fn schedstat_valid(&self) -> bool {
+        match self.schedstat {
+            Some(ss) => {
+                ss.run_ns > 0
+                    || ss.timeslices > 0
+                    || self.sched.sum_exec_runtime_ns.unwrap_or(0) == 0
+            }
+            None => false,
+        }
+    }
+
+    /// On-CPU time in ns: schedstat's run time, or se.sum_exec_runtime when schedstat
+    /// is off.
+    pub fn run_ns(&self) -> Option<u64> {
+        if self.schedstat_valid() {
+            self.schedstat.map(|ss| ss.run_ns)
+        } else {
+            self.sched.sum_exec_runtime_ns
+        }
+    }
 }
 
 impl Clone for TaskSample {
@@ -121,6 +147,11 @@ pub struct SystemSample {
     /// workload has one.
     #[serde(default)]
     pub experiment_ns: Option<u64>,
+    /// CPU time the experiment's tasks outside that cgroup (processes attached to) used
+    /// since sampling began, ns: each task counted from its first read, so one that
+    /// joins brings none of its past. Part of the experiment, not foreign load.
+    #[serde(default)]
+    pub outside_ns: u64,
 }
 
 /// /proc/stat is read at most this often. Generating it costs as much as a task's sched
@@ -181,6 +212,8 @@ struct TaskReader {
     target: Target,
     files: Option<TaskFiles>,
     last: TaskSample,
+    /// Its run time when its CPU time was last added to the outside total.
+    counted_ns: Option<u64>,
 }
 
 /// Reads procfs for a set of tasks; the state of the sampling thread, usable directly
@@ -196,6 +229,8 @@ pub struct Reader {
     system_read_ns: Option<u64>,
     /// The workload cgroup's CPU time, read with /proc/stat.
     usage: Option<Usage>,
+    /// CPU time of the tasks outside the cgroup so far (see [`SystemSample::outside_ns`]).
+    outside_ns: u64,
 }
 
 impl Reader {
@@ -209,12 +244,19 @@ impl Reader {
             read_all_next: true,
             system_read_ns: None,
             usage: None,
+            outside_ns: 0,
         };
         r.set_targets(targets);
         r
     }
 
     pub fn set_targets(&mut self, targets: Vec<Target>) {
+        // A task kept across the change goes on being counted from where it was.
+        let counted: std::collections::BTreeMap<i32, u64> = self
+            .tasks
+            .iter()
+            .filter_map(|r| Some((r.target.tid, r.counted_ns?)))
+            .collect();
         self.tasks = targets
             .into_iter()
             .map(|target| TaskReader {
@@ -223,10 +265,25 @@ impl Reader {
                     id: target.id,
                     ..TaskSample::default()
                 },
+                counted_ns: counted.get(&target.tid).copied(),
                 target,
             })
             .collect();
         self.read_all_next = true;
+    }
+
+    /// Add what each task outside the cgroup ran since the last /proc/stat read.
+    fn count_outside(&mut self) -> u64 {
+        for r in self.tasks.iter_mut().filter(|r| r.target.outside) {
+            // A task that has exited keeps its last counters: nothing more to add.
+            if let Some(now) = r.last.run_ns().filter(|_| r.last.alive) {
+                if let Some(before) = r.counted_ns {
+                    self.outside_ns += now.saturating_sub(before);
+                }
+                r.counted_ns = Some(now);
+            }
+        }
+        self.outside_ns
     }
 
     /// Read the workload cgroup's CPU time with every /proc/stat read.
@@ -276,6 +333,7 @@ impl Reader {
                 parse::parse_proc_stat(text, &mut sys.total, &mut sys.cpus);
                 sys.observer_ns = crate::system::own_cpu_ns();
                 sys.experiment_ns = self.usage.as_ref().and_then(Usage::read_ns);
+                sys.outside_ns = self.count_outside();
                 self.system_read_ns = Some(batch.t_ns);
             }
         }

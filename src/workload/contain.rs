@@ -96,6 +96,15 @@ impl Container {
         self.cgroup.as_ref().map(|c| &c.usage)
     }
 
+    /// The threads inside (None: no cgroup). A task outside it - one attached to, or
+    /// moved to a preset's cgroup in the same hierarchy - is not in its CPU time.
+    pub fn threads(&self) -> Option<std::collections::BTreeSet<i32>> {
+        use crate::knob::fs::threads_below;
+        self.cgroup
+            .as_ref()
+            .map(|c| threads_below(&c.dir).into_iter().collect())
+    }
+
     /// Kill everything inside (the workload's tasks and whatever they forked) and wait
     /// for it to go; returns how many processes were killed.
     pub fn kill_all(&self) -> usize {

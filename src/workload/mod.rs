@@ -9,6 +9,7 @@ pub mod make;
 pub mod shm;
 pub mod spawn;
 pub mod spec;
+pub mod tail;
 pub mod workers;
 
 pub use spawn::{adopt_orphans, CannotRun, RunningTask, Workload};

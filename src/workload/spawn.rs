@@ -56,6 +56,8 @@ struct Proc {
     /// Slots of the tasks this process hosts.
     slots: Vec<usize>,
     status: Option<ExitStatus>,
+    /// It was still running when the workload was stopped: its status is our kill.
+    killed: bool,
 }
 
 /// The running workload. Dropping it kills every task and everything they forked.
@@ -193,6 +195,7 @@ impl Workload {
                 child,
                 slots: members,
                 status: None,
+                killed: false,
             });
             // The Command (and its copies of our pipe ends) drops here, so readers see EOF
             // when their writer exits.
@@ -326,10 +329,36 @@ impl Workload {
             .and_then(|p| p.status)
     }
 
+    /// How a command (a task with no worker kind) failed, when it exited by itself with
+    /// a non-zero status or was killed by a signal not schedlab's, before the workload
+    /// was stopped: a run whose command failed measured nothing.
+    pub fn failure(&self, task: &RunningTask) -> Option<ExitStatus> {
+        if task.foreign || task.kind.is_some() {
+            return None;
+        }
+        self.procs
+            .iter()
+            .find(|p| p.slots.contains(&task.slot))
+            .filter(|p| !p.killed)
+            .and_then(|p| p.status)
+            .filter(|s| !s.success())
+    }
+
+    /// The last `lines` lines the tasks wrote to stderr (a command's own stderr is the
+    /// workload's log file: a file, as a command run with `2>log` has).
+    pub fn stderr_tail(&self, lines: usize) -> Vec<String> {
+        super::tail::last_lines(&self.dir.path().join("stderr.log"), lines)
+    }
+
     /// The workload's CPU time with everything its tasks forked (make's jobs, a
     /// command's children), when it runs in a cgroup.
     pub fn usage(&self) -> Option<&super::contain::Usage> {
         self.container.usage()
+    }
+
+    /// The threads in the workload's cgroup (None: it has none).
+    pub fn contained_threads(&self) -> Option<std::collections::BTreeSet<i32>> {
+        self.container.threads()
     }
 
     /// Why the workload is not in a cgroup of its own, if it is not.
@@ -348,6 +377,8 @@ impl Workload {
     /// Kill every task and everything it forked, all at once, then reap them: signal
     /// all first, so none waits for a CPU behind the others' spinning.
     pub fn stop(&mut self) {
+        // One that ended by itself since the last look is not counted as killed.
+        self.reap();
         let live: Vec<usize> = (0..self.procs.len())
             .filter(|&i| self.procs[i].status.is_none())
             .collect();
@@ -356,6 +387,7 @@ impl Workload {
         }
         self.container.kill_all();
         for &i in &live {
+            self.procs[i].killed = true;
             let pid = Pid::from_raw(self.procs[i].child.id() as i32);
             let _ = killpg(pid, Signal::SIGKILL);
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);

@@ -186,3 +186,40 @@ fn cpu_busy_and_steal() {
     assert!((r.busy - 0.5).abs() < 1e-9);
     assert!((r.steal - 0.2).abs() < 1e-9);
 }
+
+/// A batch at `t_s` seconds whose two CPUs have each been busy `busy_s` seconds, with
+/// the cgroup's and the outside tasks' CPU time so far.
+fn system_batch(t_s: u64, busy_s: u64, cgroup_ns: u64, outside_ns: u64) -> Batch {
+    let hz = crate::system::clock_ticks_per_s();
+    let cpu = CpuTimes {
+        user: busy_s * hz,
+        idle: (t_s - busy_s) * hz,
+        ..CpuTimes::default()
+    };
+    Batch {
+        t_ns: t_s * 1_000_000_000,
+        system: crate::sampler::SystemSample {
+            cpus: vec![cpu, cpu],
+            experiment_ns: Some(cgroup_ns),
+            outside_ns,
+            ..Default::default()
+        },
+        ..Batch::default()
+    }
+}
+
+#[test]
+fn tasks_outside_the_cgroup_are_the_experiment_not_foreign_load() {
+    // 10 s: both CPUs busy 5 s; the cgroup (empty: attach mode) ran nothing, the
+    // attached task outside it 8 s. Others took 10 - 8 = 2 CPU-seconds: 0.2 CPU.
+    let mut store = Store::new(0, 16);
+    store.push(&system_batch(10, 5, 0, 0));
+    store.push(&system_batch(20, 10, 0, 8_000_000_000));
+    let foreign = store.foreign_summary().expect("two reads");
+    assert!((foreign - 0.2).abs() < 1e-9, "{foreign}");
+    // A cgroup's own time counts as well: 2 s more of it leaves no foreign load.
+    store.push(&system_batch(30, 15, 2_000_000_000, 16_000_000_000));
+    assert!(store.foreign_now().is_none());
+    let last = store.foreign.back().map(|(_, f)| *f);
+    assert_eq!(last, Some(0.0));
+}

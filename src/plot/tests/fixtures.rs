@@ -67,6 +67,7 @@ pub(crate) fn run_report(n: usize, unit: &str) -> RunReport {
         refused: Vec::new(),
         partial: false,
         foreign_load: false,
+        failed: Vec::new(),
         observer: Default::default(),
         trace: None,
         series: RunSeries {
