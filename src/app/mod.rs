@@ -6,6 +6,7 @@ mod commands;
 mod export;
 mod geometry;
 mod lesson;
+mod line;
 pub use geometry::{Geometry, Hit};
 pub use lesson::Playing;
 pub mod keys;

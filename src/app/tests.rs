@@ -1230,3 +1230,30 @@ fn after_a_restart_picked_processes_join_again_and_an_exited_one_is_said_once() 
     assert_eq!(app.ui.status, "attached again: sleep (pid 4301)");
     assert!(!app.ui.status_is_error);
 }
+
+#[test]
+fn input_boxes_take_the_line_editing_keys() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('s'));
+    let ctrl = |c| Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    // Pre-filled with the current value: Ctrl-U clears it (it typed a `u`).
+    app.update(ctrl('u'));
+    chars(&mut app, "3ms");
+    key(&mut app, KeyCode::Home);
+    key(&mut app, KeyCode::Delete);
+    chars(&mut app, "2");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fifo.slice=2ms"]);
+    // The command line: Ctrl-W takes back the value, Left moves into the text.
+    key(&mut app, KeyCode::Char(':'));
+    chars(&mut app, "fair.nice=19");
+    app.update(ctrl('w'));
+    chars(&mut app, "5");
+    key(&mut app, KeyCode::Left);
+    chars(&mut app, "1");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fair.nice=15"]);
+    // The task filter: Ctrl-U empties it.
+    key(&mut app, KeyCode::Char('/'));
+    chars(&mut app, "fa");
+    app.update(ctrl('u'));
+    assert_eq!(app.ui.filter, "");
+}

@@ -686,3 +686,30 @@ fn lesson_caption_at_80x24_and_200x50() {
         draw(200, 50, |f, _| super::render(f, &app))
     );
 }
+
+#[test]
+fn the_knob_edit_popup_shows_the_whole_allowed_range() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = app_with_change();
+    let allowed = "-1 (no RT throttling; refused while RT spinners run) or \
+                   0..sched_rt_period_us, in us (1.. with RT group scheduling)";
+    app.knobs[0].allowed = allowed.into();
+    for code in [KeyCode::Tab, KeyCode::Enter] {
+        app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+    assert!(matches!(app.ui.mode, Mode::Input { .. }), "{:?}", app.ui.mode);
+    let backend = draw(80, 24, |f, _| super::render(f, &app));
+    // The popup's text, row by row inside its border: the allowed values are all there.
+    let r = super::popup::area(Rect::new(0, 0, 80, 24), &app).expect("a popup");
+    let b = backend.buffer();
+    let inside: String = (r.y..r.bottom())
+        .flat_map(|y| (r.x + 1..r.right() - 1).map(move |x| (x, y)))
+        .map(|(x, y)| b[(x, y)].symbol().to_string())
+        .collect();
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    assert!(
+        squeeze(&inside).contains(&squeeze(&format!("allowed: {allowed}"))),
+        "{inside}"
+    );
+    insta::assert_snapshot!("popup_knob_edit", backend);
+}
