@@ -54,9 +54,9 @@ pub enum Cmd {
     Lesson(LessonArgs),
     /// Every system knob: current value, allowed values, writable here or why not.
     Knobs {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        /// Print JSON instead of a table (`--json` or `--json -`), or write it to FILE.
+        #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+        json: Option<String>,
         /// Mount debugfs for this command (unmounted again at exit) to show features.
         #[arg(long)]
         mount_debugfs: bool,

@@ -137,6 +137,25 @@ fn every_subcommand_has_its_own_man_page_with_its_flags() {
 }
 
 #[test]
+fn knobs_json_takes_dash_for_stdout_and_a_file_like_every_command() {
+    // The documents are compared: no other test changes a knob meanwhile.
+    let _guard = common::serial();
+    let dash = document("knobs", &["--json", "-"]);
+    let bare = document("knobs", &["--json"]);
+    assert_eq!(dash["system"], bare["system"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("knobs.json");
+    let table = stdout_of(&["knobs", "--json", file.to_str().expect("utf-8")]);
+    assert!(
+        table.starts_with("System knobs"),
+        "the table on stdout: {table}"
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("json");
+    assert_eq!(written["system"], bare["system"]);
+}
+
+#[test]
 fn version_names_the_git_revision_it_was_built_from() {
     let version = stdout_of(&["--version"]);
     let expected = env!("CARGO_PKG_VERSION");

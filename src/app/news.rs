@@ -197,7 +197,20 @@ impl App {
         self.cpus = s.cpus;
         let name = s.preset.name.clone();
         self.preset = Some(s.preset);
-        if s.warnings.is_empty() {
+        if s.warnings.is_empty() && self.replay {
+            // Its knobs are read-only: the keys that move through the recording instead.
+            let k = |c| self.key_label(c);
+            let text = format!(
+                "{name} replay: {} plays/pauses, {}/{} a sample, {}/{} 10 s; knobs read-only; {} for help",
+                k(Command::Pause),
+                k(Command::StepBack),
+                k(Command::StepForward),
+                k(Command::SeekBack),
+                k(Command::SeekForward),
+                k(Command::Help),
+            );
+            self.say(text);
+        } else if s.warnings.is_empty() {
             let k = |c| self.key_label(c);
             let text = format!(
                 "{name} running: select a task and press {}, {}/{}, {} or {}; {} for help",

@@ -1257,3 +1257,16 @@ fn input_boxes_take_the_line_editing_keys() {
     app.update(ctrl('u'));
     assert_eq!(app.ui.filter, "");
 }
+
+#[test]
+fn a_replay_says_its_own_keys_not_the_knobs() {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.replay = true;
+    app.update(Action::Started(Box::new(started())));
+    let status = app.ui.status.clone();
+    assert!(
+        status.starts_with("rt-throttle replay: space plays/pauses, ,/. a sample, left/right 10 s; knobs read-only"),
+        "{status}"
+    );
+    assert!(!status.contains("+/-"), "{status}");
+}

@@ -81,7 +81,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Some(Cmd::Knobs {
             json,
             mount_debugfs,
-        }) => knobs::knobs(json, mount_debugfs),
+        }) => knobs::knobs(json.as_deref(), mount_debugfs),
         Some(Cmd::Check(args)) => check::check(args),
         Some(Cmd::Restore { discard }) => restore::restore(discard),
         Some(Cmd::Replay { file, speed }) => tui::replay(&file, speed),

@@ -697,7 +697,11 @@ fn the_knob_edit_popup_shows_the_whole_allowed_range() {
     for code in [KeyCode::Tab, KeyCode::Enter] {
         app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
     }
-    assert!(matches!(app.ui.mode, Mode::Input { .. }), "{:?}", app.ui.mode);
+    assert!(
+        matches!(app.ui.mode, Mode::Input { .. }),
+        "{:?}",
+        app.ui.mode
+    );
     let backend = draw(80, 24, |f, _| super::render(f, &app));
     // The popup's text, row by row inside its border: the allowed values are all there.
     let r = super::popup::area(Rect::new(0, 0, 80, 24), &app).expect("a popup");
