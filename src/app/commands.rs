@@ -61,6 +61,7 @@ impl App {
             }
             Command::ZoomIn | Command::ZoomOut => self.zoom(cmd == Command::ZoomOut),
             Command::Restart => {
+                self.restart_keeps = true;
                 self.say("restarting the workload...");
                 vec![Effect::Restart(None)]
             }

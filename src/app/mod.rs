@@ -194,6 +194,12 @@ pub struct App {
     /// Read-only: a replay; knob changes are refused.
     pub replay: bool,
     pub quit: bool,
+    /// The knobs changed in this run and their values now (`writer.policy`, `batch`),
+    /// the latest last: what the changes line says once their marks left the window.
+    pub in_force: Vec<(String, String)>,
+    /// The restart asked for keeps the tasks' changes (`R`; a preset started anew
+    /// does not, the system knobs stay changed either way).
+    restart_keeps: bool,
 }
 
 /// Commands a replay refuses: they act on a live run's knobs, workload or recording.
@@ -270,6 +276,8 @@ impl App {
             exporting: false,
             replay: false,
             quit: false,
+            in_force: Vec::new(),
+            restart_keeps: false,
         };
         app.say("starting the workload...");
         app

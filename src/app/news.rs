@@ -114,7 +114,11 @@ impl App {
         match result {
             Ok(v) => {
                 let label = match setting.split_once('=') {
-                    Some((k, val)) => format!("{k} -> {val}"),
+                    Some((k, val)) => {
+                        self.in_force.retain(|(knob, _)| knob != k);
+                        self.in_force.push((k.to_string(), val.to_string()));
+                        format!("{k} -> {val}")
+                    }
                     None => setting.to_string(),
                 };
                 self.live.mark(label);
@@ -187,6 +191,10 @@ impl App {
     }
 
     fn start(&mut self, s: Started) {
+        // A preset started anew has its tasks as written; the system knobs stay changed.
+        if !std::mem::take(&mut self.restart_keeps) {
+            self.in_force.retain(|(knob, _)| knob.starts_with("sys."));
+        }
         let n = s.tasks.len();
         self.live = Live::new(&s, RETENTION, Duration::ZERO);
         self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));

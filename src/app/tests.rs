@@ -1270,3 +1270,38 @@ fn a_replay_says_its_own_keys_not_the_knobs() {
     );
     assert!(!status.contains("+/-"), "{status}");
 }
+
+#[test]
+fn what_is_in_force_survives_r_and_a_preset_started_anew_keeps_only_system_knobs() {
+    let mut app = running_app();
+    for (setting, result) in [
+        ("fair.nice=2", "applied to fair"),
+        ("sys.rt_runtime_us=600000", "600000"),
+        ("fair.nice=3", "applied to fair"),
+    ] {
+        app.update(Action::KnobResult {
+            setting: setting.into(),
+            result: Ok(result.into()),
+        });
+    }
+    let in_force = |app: &App| {
+        app.in_force
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000", "fair.nice=3"]);
+    // `R` restarts with the changes.
+    assert_eq!(key(&mut app, KeyCode::Char('R')), [Effect::Restart(None)]);
+    app.update(Action::Started(Box::new(started())));
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000", "fair.nice=3"]);
+    // A preset started anew: its tasks as written, the system knob still changed.
+    app.presets = vec![("rt-throttle".into(), String::new())];
+    key(&mut app, KeyCode::Char('o'));
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        [Effect::Restart(Some("rt-throttle".into()))]
+    );
+    app.update(Action::Started(Box::new(started())));
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000"]);
+}

@@ -717,3 +717,27 @@ fn the_knob_edit_popup_shows_the_whole_allowed_range() {
     );
     insta::assert_snapshot!("popup_knob_edit", backend);
 }
+
+#[test]
+fn the_changes_line_says_what_is_in_force_after_the_marks_left_the_window() {
+    let mut app = app_with_change();
+    app.update(Action::KnobResult {
+        setting: "sys.rt_runtime_us=600000".into(),
+        result: Ok("600000".into()),
+    });
+    // A 5 s window and 20 s more of samples: the changes' marks are out of it.
+    app.ui.window_s = 5.0;
+    for t in 8..28 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
+    let screen = rows(&draw(80, 24, |f, _| super::render(f, &app))).join("\n");
+    let changes = screen
+        .lines()
+        .find(|l| l.starts_with("changes: "))
+        .expect("a changes line");
+    assert!(
+        changes.contains("in force: fair.policy=batch  sys.rt_runtime_us=600000"),
+        "{changes}"
+    );
+    assert!(!changes.contains("none yet"), "{changes}");
+}
