@@ -200,6 +200,8 @@ pub struct App {
     /// The restart asked for keeps the tasks' changes (`R`; a preset started anew
     /// does not, the system knobs stay changed either way).
     restart_keeps: bool,
+    /// Each system knob changed in this run, as it was before its first change.
+    sys_before: Vec<(String, String)>,
 }
 
 /// Commands a replay refuses: they act on a live run's knobs, workload or recording.
@@ -278,6 +280,7 @@ impl App {
             quit: false,
             in_force: Vec::new(),
             restart_keeps: false,
+            sys_before: Vec::new(),
         };
         app.say("starting the workload...");
         app

@@ -26,8 +26,7 @@ impl App {
                 Vec::new()
             }
             Action::KnobResult { setting, result } => {
-                let refused = result.as_ref().err().map(|e| e.to_string());
-                self.lesson_knob_result(&setting, refused);
+                self.lesson_knob_result(&setting, &result);
                 self.knob_result(&setting, result)
             }
             Action::Lessons(list, start) => {
@@ -115,8 +114,7 @@ impl App {
             Ok(v) => {
                 let label = match setting.split_once('=') {
                     Some((k, val)) => {
-                        self.in_force.retain(|(knob, _)| knob != k);
-                        self.in_force.push((k.to_string(), val.to_string()));
+                        self.in_force_now(k, val);
                         format!("{k} -> {val}")
                     }
                     None => setting.to_string(),
@@ -127,6 +125,27 @@ impl App {
             Err(e) => self.complain(knob_line(setting, &e.to_string())),
         }
         Vec::new()
+    }
+
+    /// `knob` is `value` now. A system knob's value before its first change is kept
+    /// (from the list, which the controller sends after the answer): a lesson puts it
+    /// back, and back at it the knob is no longer a change in force.
+    fn in_force_now(&mut self, knob: &str, value: &str) {
+        self.in_force.retain(|(k, _)| k != knob);
+        if knob.starts_with("sys.") && !self.sys_before.iter().any(|(k, _)| k == knob) {
+            if let Some(before) = self
+                .knobs
+                .iter()
+                .find(|k| k.name == knob)
+                .and_then(|k| k.value.clone())
+            {
+                self.sys_before.push((knob.to_string(), before));
+            }
+        }
+        let back = self.sys_before.iter().any(|(k, v)| k == knob && v == value);
+        if !back {
+            self.in_force.push((knob.to_string(), value.to_string()));
+        }
     }
 
     fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
