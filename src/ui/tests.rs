@@ -670,6 +670,11 @@ fn app_in_lesson() -> App {
         crossterm::event::KeyCode::Char('L'),
     )));
     app.update(Action::Key(crossterm::event::KeyCode::Enter.into()));
+    // The lesson starts its preset anew: it plays once that runs.
+    app.update(Action::Started(Box::new(crate::app::tests::started())));
+    for t in 0..5 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
     app.update(Action::Key(crossterm::event::KeyCode::Right.into()));
     for t in 5..12 {
         app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
