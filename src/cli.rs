@@ -54,9 +54,9 @@ pub enum Cmd {
     Lesson(LessonArgs),
     /// Every system knob: current value, allowed values, writable here or why not.
     Knobs {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        /// Print JSON instead of a table (`--json` or `--json -`), or write it to FILE.
+        #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+        json: Option<String>,
         /// Mount debugfs for this command (unmounted again at exit) to show features.
         #[arg(long)]
         mount_debugfs: bool,
@@ -87,8 +87,18 @@ pub enum Cmd {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) to stdout, e.g. `schedlab man | man -l -`.
-    Man,
+    /// Print the man page (roff) to stdout, e.g. `schedlab man | man -l -`; with a
+    /// subcommand, its own page with its flags (`schedlab man run`, `schedlab man check
+    /// diff`); with --dir, every page as a file.
+    Man {
+        /// The subcommand whose page to print (default: schedlab's own, which lists them).
+        #[arg(value_name = "SUBCOMMAND")]
+        command: Vec<String>,
+        /// Write every page (schedlab.1, schedlab-run.1, ...) into DIR instead, e.g.
+        /// ~/.local/share/man/man1.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
     /// (internal) A worker process: runs worker threads for a run.
     #[command(name = "__worker", hide = true)]
     Worker {

@@ -50,6 +50,112 @@ fn completions_and_the_man_page_come_from_the_command_definitions() {
 }
 
 #[test]
+fn completions_offer_preset_and_lesson_names_and_no_internal_commands() {
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(&["completions", shell]);
+        for internal in ["__worker", "__exec", "__job"] {
+            assert!(!script.contains(internal), "{shell} offers {internal}");
+        }
+        for name in ["nice-ladder", "cgroup-fairness"] {
+            assert!(script.contains(name), "{shell}: no {name}");
+        }
+        if shell == "fish" {
+            // clap's fish script has no positionals: the names are schedlab's own lines.
+            assert!(script.contains(
+                "complete -c schedlab -n \"__fish_schedlab_using_subcommand lesson\" -a 'rt-throttle'"
+            ));
+        }
+    }
+    // What bash offers after `schedlab run pipe` and `schedlab lesson rt`, and at the
+    // first word.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("schedlab.bash");
+    std::fs::write(&script, stdout_of(&["completions", "bash"])).expect("write");
+    let offered = |words: &str| {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 _schedlab schedlab \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 echo \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .expect("bash");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(offered("schedlab run pipe"), "pipe-wakeup pipe-affinity");
+    assert_eq!(offered("schedlab lesson rt"), "rt-throttle");
+    assert_eq!(offered("schedlab __"), "");
+}
+
+#[test]
+fn every_subcommand_has_its_own_man_page_with_its_flags() {
+    let root = stdout_of(&["man"]);
+    // The root page names a page per subcommand, `schedlab-run(1)`; each can be printed.
+    let named: Vec<&str> = root
+        .split("schedlab\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name))
+        .collect();
+    assert!(
+        named.contains(&"run") && named.contains(&"check"),
+        "{named:?}"
+    );
+    assert!(
+        !named.contains(&"help"),
+        "no page for clap's help: {named:?}"
+    );
+    for name in &named {
+        let page = stdout_of(&["man", name]);
+        assert!(page.contains(&format!(".TH schedlab-{name} 1")), "{name}");
+    }
+    let run = stdout_of(&["man", "run"]);
+    for flag in ["\\-\\-duration", "\\-\\-json", "\\-\\-allow\\-partial"] {
+        assert!(run.contains(flag), "schedlab-run(1) lists {flag}");
+    }
+    let diff = stdout_of(&["man", "check", "diff"]);
+    assert!(diff.contains(".TH schedlab-check-diff 1"));
+    for bad in [
+        &["man", "__worker"][..],
+        &["man", "nope"],
+        &["man", "run", "x"],
+    ] {
+        let out = common::schedlab(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // --dir: every page as a file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    stdout_of(&["man", "--dir", dir.path().to_str().expect("utf-8")]);
+    for file in ["schedlab.1", "schedlab-run.1", "schedlab-check-diff.1"] {
+        let text = std::fs::read_to_string(dir.path().join(file)).expect(file);
+        assert!(text.starts_with(".ie"), "{file}");
+    }
+    assert!(!dir.path().join("schedlab-__worker.1").exists());
+}
+
+#[test]
+fn knobs_json_takes_dash_for_stdout_and_a_file_like_every_command() {
+    // The documents are compared: no other test changes a knob meanwhile.
+    let _guard = common::serial();
+    let dash = document("knobs", &["--json", "-"]);
+    let bare = document("knobs", &["--json"]);
+    assert_eq!(dash["system"], bare["system"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("knobs.json");
+    let table = stdout_of(&["knobs", "--json", file.to_str().expect("utf-8")]);
+    assert!(
+        table.starts_with("System knobs"),
+        "the table on stdout: {table}"
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("json");
+    assert_eq!(written["system"], bare["system"]);
+}
+
+#[test]
 fn version_names_the_git_revision_it_was_built_from() {
     let version = stdout_of(&["--version"]);
     let expected = env!("CARGO_PKG_VERSION");

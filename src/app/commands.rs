@@ -61,6 +61,7 @@ impl App {
             }
             Command::ZoomIn | Command::ZoomOut => self.zoom(cmd == Command::ZoomOut),
             Command::Restart => {
+                self.restart_keeps = true;
                 self.say("restarting the workload...");
                 vec![Effect::Restart(None)]
             }
@@ -307,11 +308,13 @@ impl App {
                     self.complain(format!("{} cannot be changed here: {why}", k.name));
                     return Vec::new();
                 }
+                // The allowed values below the box, whole: a title cuts them off.
                 self.ui.mode = Mode::input(
-                    format!("{} ({})", k.name, k.allowed),
+                    k.name.clone(),
                     format!("{}=", k.name),
                     k.value.unwrap_or_default(),
-                );
+                )
+                .with_hint(format!("allowed: {}", k.allowed));
             }
         }
         Vec::new()

@@ -24,6 +24,8 @@ pub struct Playing {
     undo: Vec<Vec<Setting>>,
     /// The kernel refused these changes of each step.
     pub refused: Vec<Vec<String>>,
+    /// These changes of each step changed nothing (the tasks had them already).
+    pub did_nothing: Vec<Vec<String>>,
     /// The current step's check as the samples so far show it.
     pub outcome: Option<Outcome>,
     /// Why the effect may not show (when the check did not pass).
@@ -45,6 +47,7 @@ impl Playing {
             windows: vec![None; n],
             undo: vec![Vec::new(); n],
             refused: vec![Vec::new(); n],
+            did_nothing: vec![Vec::new(); n],
             outcome: None,
             reasons: Vec::new(),
             waiting: true,
@@ -58,6 +61,15 @@ impl Playing {
 
     pub fn current(&self) -> Option<&crate::lesson::Step> {
         self.lesson.steps.get(self.step)
+    }
+
+    /// Every change the current step makes changed nothing: its check would judge the
+    /// state before it, as if it had worked.
+    pub fn step_did_nothing(&self) -> bool {
+        let (Some(step), Some(none)) = (self.current(), self.did_nothing.get(self.step)) else {
+            return false;
+        };
+        !step.set.is_empty() && step.set.iter().all(|s| none.contains(&s.to_string()))
     }
 }
 
@@ -102,9 +114,9 @@ impl App {
     pub(super) fn leave_lesson(&mut self) -> Vec<Effect> {
         if let Some(p) = self.lesson.take() {
             self.say(format!(
-                "left the lesson {}: the knobs stay as they are ({} restarts the preset as written)",
+                "left the lesson {}: the knobs stay as they are ({} starts a preset as written)",
                 p.lesson.name,
-                self.key_label(Command::Restart)
+                self.key_label(Command::Presets)
             ));
         }
         Vec::new()
@@ -169,6 +181,7 @@ impl App {
             return Vec::new();
         };
         p.refused[k].clear();
+        p.did_nothing[k].clear();
         let mut undo = step.undo.clone();
         for s in step.set.iter().filter(|s| s.target == "sys") {
             let name = format!("sys.{}", s.knob);
@@ -231,6 +244,7 @@ impl App {
     /// on the samples so far, and a timed step that is over moves on.
     pub(super) fn lesson_tick(&mut self) -> Vec<Effect> {
         let now = self.live.now_s();
+        let again = self.key_label(Command::Lessons);
         let cpus = self.cpus;
         let Some(p) = self.lesson.as_mut() else {
             return Vec::new();
@@ -249,18 +263,39 @@ impl App {
             from_s: p.entered_s,
             to_s: now,
         };
-        if let Some(c) = &step.check {
+        if let (Some(c), true) = (&step.check, p.step_did_nothing()) {
+            p.outcome = Some(Outcome {
+                verdict: crate::lesson::check::Verdict::NoData,
+                value: None,
+                reference: None,
+                ratio: None,
+                text: format!(
+                    "not judged: this step's change did nothing ({}: the tasks had it already), \
+                     so \"{}\" would be judged on the state before it",
+                    p.did_nothing[p.step].join(", "),
+                    c.says
+                ),
+            });
+            p.reasons = vec![format!(
+                "start the lesson again ({again}, then enter) to play it from the preset as written"
+            )];
+        } else if let Some(c) = &step.check {
             let earlier = match c.bound {
                 Bound::Ratio { step, .. } => p.windows.get(step).copied().flatten(),
                 Bound::Absolute { .. } => None,
             };
             let o = evaluate(&self.live, p.lesson.headline, c, this, earlier);
             let refused = !p.refused[p.step].is_empty();
+            // A change that did nothing is said whatever the verdict: the step did less
+            // than its caption says.
+            let inert = p.did_nothing[p.step]
+                .iter()
+                .map(|s| format!("{s} changed nothing: the tasks had it already"));
             p.reasons = if o.verdict == crate::lesson::check::Verdict::Pass && !refused {
-                Vec::new()
+                inert.collect()
             } else {
-                known_reasons(&self.live, this, &p.refused[p.step], cpus)
-                    .into_iter()
+                inert
+                    .chain(known_reasons(&self.live, this, &p.refused[p.step], cpus))
                     .chain(step.if_not.iter().cloned())
                     .collect()
             };
@@ -273,17 +308,25 @@ impl App {
     }
 
     /// A knob change's answer: a refusal of the current step's change is remembered
-    /// (it explains a check that does not pass).
-    pub(super) fn lesson_knob_result(&mut self, setting: &str, refused: Option<String>) {
+    /// (it explains a check that does not pass), and so is a change that changed nothing
+    /// (its check is not judged).
+    pub(super) fn lesson_knob_result(&mut self, setting: &str, result: &Result<String, KnobError>) {
         let Some(p) = self.lesson.as_mut() else {
             return;
         };
-        let Some(why) = refused else { return };
         let k = p.step;
-        if p.current()
+        if !p
+            .current()
             .is_some_and(|s| s.set.iter().any(|x| x.to_string() == setting))
         {
-            p.refused[k].push(format!("{setting}: {why}"));
+            return;
+        }
+        match result {
+            Err(why) => p.refused[k].push(format!("{setting}: {why}")),
+            Ok(said) if said == crate::lab::session::NO_CHANGE => {
+                p.did_nothing[k].push(setting.to_string());
+            }
+            Ok(_) => {}
         }
     }
 
@@ -297,20 +340,39 @@ impl App {
         Vec::new()
     }
 
-    /// Play lesson `i` of the list.
+    /// Play lesson `i` of the list: from the state its captions assume, its preset's
+    /// tasks as written (started anew, also when it runs already: its knobs may have
+    /// been turned) and the system knobs changed in this run put back first.
     pub(super) fn choose_lesson(&mut self, i: usize) -> Vec<Effect> {
         self.ui.mode = Mode::Normal;
         let Some(l) = self.lessons.get(i).cloned() else {
             return Vec::new();
         };
-        let here = self.preset.as_ref().is_some_and(|p| p.name == l.preset);
         let preset = l.preset.clone();
         self.lesson = Some(Playing::new(l));
-        if here {
-            return self.lesson_started();
+        let mut effects = Vec::new();
+        let mut put_back = Vec::new();
+        for (knob, before) in self.sys_before.clone() {
+            let now = self
+                .knobs
+                .iter()
+                .find(|k| k.name == knob)
+                .and_then(|k| k.value.clone());
+            if now.as_ref() != Some(&before) {
+                put_back.push(format!("{knob}={before}"));
+                effects.extend(self.apply(format!("{knob}={before}")));
+            }
         }
-        self.say(format!("starting {preset} for the lesson..."));
-        vec![Effect::Restart(Some(preset))]
+        let back = if put_back.is_empty() {
+            String::new()
+        } else {
+            format!(", {} put back", put_back.join(", "))
+        };
+        self.say(format!(
+            "starting {preset} as written for the lesson{back}..."
+        ));
+        effects.push(Effect::Restart(Some(preset)));
+        effects
     }
 }
 
@@ -440,12 +502,14 @@ mod tests {
         let e = key(&mut app, KeyCode::Enter);
         assert_eq!(e, [Effect::Restart(Some("pipe-wakeup".into()))]);
         assert!(app.lesson.as_ref().is_some_and(|p| p.waiting));
-        // The same preset's lesson starts at once.
+        // The same preset's lesson starts it anew too (as written), then plays.
         let rt = app.lessons.iter().position(|l| l.name == "rt-throttle");
         app.ui.mode = Mode::Lessons {
             selected: rt.expect("listed"),
         };
-        key(&mut app, KeyCode::Enter);
+        let e = key(&mut app, KeyCode::Enter);
+        assert_eq!(e, [Effect::Restart(Some("rt-throttle".into()))]);
+        app.update(Action::Started(Box::new(started())));
         assert!(app
             .lesson
             .as_ref()
@@ -453,6 +517,100 @@ mod tests {
         // L again leaves it.
         key(&mut app, KeyCode::Char('L'));
         assert!(app.lesson.is_none());
+    }
+
+    /// The knobs turned before `L` (issue: step 1 then judged the changed tasks).
+    #[test]
+    fn a_lesson_started_after_changes_starts_its_preset_as_written_and_puts_system_knobs_back() {
+        let mut app = running_app();
+        app.update(Action::SystemKnobs(knobs()));
+        app.update(Action::Lessons(vec![rt_lesson()], None));
+        for (setting, result) in [
+            ("fifo.policy=batch", "applied to fifo"),
+            ("fair.nice=2", "applied to fair"),
+            ("fifo.cpus=0-1", "applied to fifo"),
+            ("sys.rt_runtime_us=800000", "800000"),
+        ] {
+            app.update(Action::KnobResult {
+                setting: setting.into(),
+                result: Ok(result.into()),
+            });
+        }
+        // The controller lists the system knobs after a change of one.
+        let mut now = knobs();
+        now[0].value = Some("800000".into());
+        app.update(Action::SystemKnobs(now));
+        key(&mut app, KeyCode::Char('L'));
+        let e = key(&mut app, KeyCode::Enter);
+        assert_eq!(
+            applies(&e),
+            [
+                "sys.rt_runtime_us=950000".to_string(),
+                format!("{:?}", Effect::Restart(Some("rt-throttle".into())))
+            ],
+            "the system knob as it was, then the preset started anew"
+        );
+        let p = app.lesson.as_ref().expect("the lesson");
+        assert!(p.waiting, "step 1 waits for the preset started anew");
+        assert!(
+            app.ui.status.contains("as written") && app.ui.status.contains("950000"),
+            "{}",
+            app.ui.status
+        );
+        app.update(Action::KnobResult {
+            setting: "sys.rt_runtime_us=950000".into(),
+            result: Ok("950000".into()),
+        });
+        app.update(Action::SystemKnobs(knobs()));
+        app.update(Action::Started(Box::new(started())));
+        assert!(app
+            .lesson
+            .as_ref()
+            .is_some_and(|p| !p.waiting && p.step == 0));
+        assert!(app.in_force.is_empty(), "{:?}", app.in_force);
+    }
+
+    #[test]
+    fn a_step_whose_change_did_nothing_is_not_judged() {
+        let (mut app, _) = in_lesson(rt_lesson());
+        key(&mut app, KeyCode::Right);
+        key(&mut app, KeyCode::Right);
+        // The spinner was made fair by hand before: the step's change finds it so.
+        app.update(Action::KnobResult {
+            setting: "fifo.policy=other".into(),
+            result: Ok(crate::lab::session::NO_CHANGE.into()),
+        });
+        for t in 3..40 {
+            app.update(Action::Batch(Box::new(batch(t))));
+        }
+        let p = app.lesson.as_ref().expect("playing");
+        assert_eq!(p.step, 2);
+        let o = p.outcome.as_ref().expect("an outcome");
+        assert_ne!(o.verdict, crate::lesson::check::Verdict::Pass);
+        assert!(
+            o.text
+                .starts_with("not judged: this step's change did nothing (fifo.policy=other"),
+            "{}",
+            o.text
+        );
+        // The caption says so, not "measuring".
+        let shown = crate::ui::tests::draw(100, 32, |f, _| crate::ui::render(f, &app));
+        let text: String = shown.buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(text.contains("not judged"), "{text}");
+        // A step whose change worked is judged as before.
+        key(&mut app, KeyCode::Left);
+        key(&mut app, KeyCode::Right);
+        app.update(Action::KnobResult {
+            setting: "fifo.policy=other".into(),
+            result: Ok("applied to fifo".into()),
+        });
+        app.update(Action::Batch(Box::new(batch(40))));
+        let p = app.lesson.as_ref().expect("playing");
+        assert!(!p.step_did_nothing());
+        assert!(p
+            .outcome
+            .as_ref()
+            .is_some_and(|o| !o.text.starts_with("not judged")));
     }
 
     #[test]

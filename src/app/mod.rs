@@ -6,6 +6,7 @@ mod commands;
 mod export;
 mod geometry;
 mod lesson;
+mod line;
 pub use geometry::{Geometry, Hit};
 pub use lesson::Playing;
 pub mod keys;
@@ -193,6 +194,14 @@ pub struct App {
     /// Read-only: a replay; knob changes are refused.
     pub replay: bool,
     pub quit: bool,
+    /// The knobs changed in this run and their values now (`writer.policy`, `batch`),
+    /// the latest last: what the changes line says once their marks left the window.
+    pub in_force: Vec<(String, String)>,
+    /// The restart asked for keeps the tasks' changes (`R`; a preset started anew
+    /// does not, the system knobs stay changed either way).
+    restart_keeps: bool,
+    /// Each system knob changed in this run, as it was before its first change.
+    sys_before: Vec<(String, String)>,
 }
 
 /// Commands a replay refuses: they act on a live run's knobs, workload or recording.
@@ -269,6 +278,9 @@ impl App {
             exporting: false,
             replay: false,
             quit: false,
+            in_force: Vec::new(),
+            restart_keeps: false,
+            sys_before: Vec::new(),
         };
         app.say("starting the workload...");
         app

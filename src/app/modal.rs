@@ -32,6 +32,10 @@ pub enum Mode {
         title: String,
         prefix: String,
         buffer: String,
+        /// Where typing goes: a byte offset into `buffer` (the line-editing keys move it).
+        cursor: usize,
+        /// Shown below the box, wrapped: what the value may be.
+        hint: String,
     },
     /// Toggle CPUs; Enter applies `task.cpus=<list>`.
     CpuPicker {
@@ -57,11 +61,22 @@ impl Mode {
         prefix: impl Into<String>,
         buffer: impl Into<String>,
     ) -> Mode {
+        let buffer = buffer.into();
         Mode::Input {
             title: title.into(),
             prefix: prefix.into(),
-            buffer: buffer.into(),
+            cursor: buffer.len(),
+            buffer,
+            hint: String::new(),
         }
+    }
+
+    /// The same, with a hint below the box (the allowed values).
+    pub fn with_hint(mut self, text: impl Into<String>) -> Mode {
+        if let Mode::Input { hint, .. } = &mut self {
+            *hint = text.into();
+        }
+        self
     }
 }
 
@@ -119,7 +134,12 @@ impl App {
                 knob,
                 ..
             } => choice_key(&key, options, selected, knob),
-            Mode::Input { prefix, buffer, .. } => input_key(&key, prefix, buffer),
+            Mode::Input {
+                prefix,
+                buffer,
+                cursor,
+                ..
+            } => input_key(&key, prefix, buffer, cursor),
             Mode::CpuPicker { task, cpus, cursor } => cpu_picker_key(&key, task, cpus, cursor),
             Mode::Presets { selected } => presets_key(&key, &self.presets, selected),
             Mode::Lessons { selected } => lessons_key(&key, self.lessons.len(), selected),
@@ -184,11 +204,11 @@ impl App {
                     ));
                 }
             }
-            KeyCode::Backspace => {
-                self.ui.filter.pop();
+            _ => {
+                // Typed at the end: the table follows each key.
+                let mut end = self.ui.filter.len();
+                super::line::edit(&mut self.ui.filter, &mut end, key, 64);
             }
-            KeyCode::Char(c) if self.ui.filter.len() < 64 => self.ui.filter.push(c),
-            _ => {}
         }
         self.keep_selection_visible();
         Vec::new()
@@ -247,20 +267,14 @@ fn choice_key(key: &KeyEvent, options: &[String], selected: &mut usize, knob: &s
     }
 }
 
-/// Typing edits the buffer (j and k are letters here, not moves).
-fn input_key(key: &KeyEvent, prefix: &str, buffer: &mut String) -> Outcome {
-    match key.code {
-        KeyCode::Enter => Outcome::Apply(format!("{prefix}{buffer}")),
-        KeyCode::Backspace => {
-            buffer.pop();
-            Outcome::Stay
-        }
-        KeyCode::Char(c) if buffer.len() < 200 => {
-            buffer.push(c);
-            Outcome::Stay
-        }
-        _ => Outcome::Stay,
+/// Typing edits the buffer with the line-editing keys (j and k are letters here, not
+/// moves).
+fn input_key(key: &KeyEvent, prefix: &str, buffer: &mut String, cursor: &mut usize) -> Outcome {
+    if key.code == KeyCode::Enter {
+        return Outcome::Apply(format!("{prefix}{buffer}"));
     }
+    super::line::edit(buffer, cursor, key, 200);
+    Outcome::Stay
 }
 
 fn cpu_picker_key(key: &KeyEvent, task: &str, cpus: &mut [bool], cursor: &mut usize) -> Outcome {

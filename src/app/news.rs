@@ -26,8 +26,7 @@ impl App {
                 Vec::new()
             }
             Action::KnobResult { setting, result } => {
-                let refused = result.as_ref().err().map(|e| e.to_string());
-                self.lesson_knob_result(&setting, refused);
+                self.lesson_knob_result(&setting, &result);
                 self.knob_result(&setting, result)
             }
             Action::Lessons(list, start) => {
@@ -114,7 +113,10 @@ impl App {
         match result {
             Ok(v) => {
                 let label = match setting.split_once('=') {
-                    Some((k, val)) => format!("{k} -> {val}"),
+                    Some((k, val)) => {
+                        self.in_force_now(k, val);
+                        format!("{k} -> {val}")
+                    }
                     None => setting.to_string(),
                 };
                 self.live.mark(label);
@@ -123,6 +125,27 @@ impl App {
             Err(e) => self.complain(knob_line(setting, &e.to_string())),
         }
         Vec::new()
+    }
+
+    /// `knob` is `value` now. A system knob's value before its first change is kept
+    /// (from the list, which the controller sends after the answer): a lesson puts it
+    /// back, and back at it the knob is no longer a change in force.
+    fn in_force_now(&mut self, knob: &str, value: &str) {
+        self.in_force.retain(|(k, _)| k != knob);
+        if knob.starts_with("sys.") && !self.sys_before.iter().any(|(k, _)| k == knob) {
+            if let Some(before) = self
+                .knobs
+                .iter()
+                .find(|k| k.name == knob)
+                .and_then(|k| k.value.clone())
+            {
+                self.sys_before.push((knob.to_string(), before));
+            }
+        }
+        let back = self.sys_before.iter().any(|(k, v)| k == knob && v == value);
+        if !back {
+            self.in_force.push((knob.to_string(), value.to_string()));
+        }
     }
 
     fn recording_result(&mut self, r: Result<Option<String>, RecordError>) -> Vec<Effect> {
@@ -187,6 +210,10 @@ impl App {
     }
 
     fn start(&mut self, s: Started) {
+        // A preset started anew has its tasks as written; the system knobs stay changed.
+        if !std::mem::take(&mut self.restart_keeps) {
+            self.in_force.retain(|(knob, _)| knob.starts_with("sys."));
+        }
         let n = s.tasks.len();
         self.live = Live::new(&s, RETENTION, Duration::ZERO);
         self.ui.selected_task = self.ui.selected_task.min(n.saturating_sub(1));
@@ -197,7 +224,20 @@ impl App {
         self.cpus = s.cpus;
         let name = s.preset.name.clone();
         self.preset = Some(s.preset);
-        if s.warnings.is_empty() {
+        if s.warnings.is_empty() && self.replay {
+            // Its knobs are read-only: the keys that move through the recording instead.
+            let k = |c| self.key_label(c);
+            let text = format!(
+                "{name} replay: {} plays/pauses, {}/{} a sample, {}/{} 10 s; knobs read-only; {} for help",
+                k(Command::Pause),
+                k(Command::StepBack),
+                k(Command::StepForward),
+                k(Command::SeekBack),
+                k(Command::SeekForward),
+                k(Command::Help),
+            );
+            self.say(text);
+        } else if s.warnings.is_empty() {
             let k = |c| self.key_label(c);
             let text = format!(
                 "{name} running: select a task and press {}, {}/{}, {} or {}; {} for help",

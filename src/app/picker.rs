@@ -46,13 +46,12 @@ impl Picker {
 
     pub fn key(&mut self, key: &KeyEvent) -> Picked {
         if self.typing {
-            match key.code {
-                KeyCode::Enter => self.typing = false,
-                KeyCode::Backspace => {
-                    self.filter.pop();
-                }
-                KeyCode::Char(c) if self.filter.len() < 64 => self.filter.push(c),
-                _ => {}
+            if key.code == KeyCode::Enter {
+                self.typing = false;
+            } else {
+                // Typed at the end: the filter applies as it is typed.
+                let mut end = self.filter.len();
+                super::line::edit(&mut self.filter, &mut end, key, 64);
             }
             self.selected = 0;
             return Picked::Stay;

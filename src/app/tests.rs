@@ -1230,3 +1230,78 @@ fn after_a_restart_picked_processes_join_again_and_an_exited_one_is_said_once() 
     assert_eq!(app.ui.status, "attached again: sleep (pid 4301)");
     assert!(!app.ui.status_is_error);
 }
+
+#[test]
+fn input_boxes_take_the_line_editing_keys() {
+    let mut app = running_app();
+    key(&mut app, KeyCode::Char('s'));
+    let ctrl = |c| Action::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    // Pre-filled with the current value: Ctrl-U clears it (it typed a `u`).
+    app.update(ctrl('u'));
+    chars(&mut app, "3ms");
+    key(&mut app, KeyCode::Home);
+    key(&mut app, KeyCode::Delete);
+    chars(&mut app, "2");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fifo.slice=2ms"]);
+    // The command line: Ctrl-W takes back the value, Left moves into the text.
+    key(&mut app, KeyCode::Char(':'));
+    chars(&mut app, "fair.nice=19");
+    app.update(ctrl('w'));
+    chars(&mut app, "5");
+    key(&mut app, KeyCode::Left);
+    chars(&mut app, "1");
+    assert_eq!(applied(&key(&mut app, KeyCode::Enter)), ["fair.nice=15"]);
+    // The task filter: Ctrl-U empties it.
+    key(&mut app, KeyCode::Char('/'));
+    chars(&mut app, "fa");
+    app.update(ctrl('u'));
+    assert_eq!(app.ui.filter, "");
+}
+
+#[test]
+fn a_replay_says_its_own_keys_not_the_knobs() {
+    let mut app = App::new(KeyMap::default(), Duration::from_millis(100), false);
+    app.replay = true;
+    app.update(Action::Started(Box::new(started())));
+    let status = app.ui.status.clone();
+    assert!(
+        status.starts_with("rt-throttle replay: space plays/pauses, ,/. a sample, left/right 10 s; knobs read-only"),
+        "{status}"
+    );
+    assert!(!status.contains("+/-"), "{status}");
+}
+
+#[test]
+fn what_is_in_force_survives_r_and_a_preset_started_anew_keeps_only_system_knobs() {
+    let mut app = running_app();
+    for (setting, result) in [
+        ("fair.nice=2", "applied to fair"),
+        ("sys.rt_runtime_us=600000", "600000"),
+        ("fair.nice=3", "applied to fair"),
+    ] {
+        app.update(Action::KnobResult {
+            setting: setting.into(),
+            result: Ok(result.into()),
+        });
+    }
+    let in_force = |app: &App| {
+        app.in_force
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000", "fair.nice=3"]);
+    // `R` restarts with the changes.
+    assert_eq!(key(&mut app, KeyCode::Char('R')), [Effect::Restart(None)]);
+    app.update(Action::Started(Box::new(started())));
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000", "fair.nice=3"]);
+    // A preset started anew: its tasks as written, the system knob still changed.
+    app.presets = vec![("rt-throttle".into(), String::new())];
+    key(&mut app, KeyCode::Char('o'));
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        [Effect::Restart(Some("rt-throttle".into()))]
+    );
+    app.update(Action::Started(Box::new(started())));
+    assert_eq!(in_force(&app), ["sys.rt_runtime_us=600000"]);
+}

@@ -5,21 +5,17 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::output::emit;
 use crate::knob::journal;
 use crate::knob::sys::{self, SystemKnobs};
 
-pub fn knobs(json: bool, mount_debugfs: bool) -> Result<()> {
+/// The knobs as a table, or as JSON on stdout (`json` is `-`) or into a file.
+pub fn knobs(json: Option<&str>, mount_debugfs: bool) -> Result<()> {
     let mut system = SystemKnobs::new(journal::default_path()?);
     if mount_debugfs {
         system.mount_debugfs()?;
     }
     let knobs = sys::list(&system.probe);
     let per_task = per_task_knobs(&system.probe);
-    if json {
-        let value = serde_json::json!({ "system": knobs, "task": per_task });
-        return emit(&format!("{}\n", super::output::json_text(&value)?));
-    }
     let mut out = String::from("System knobs (--set sys.NAME=VALUE):\n");
     for k in &knobs {
         let value = k.value.clone().unwrap_or_else(|| "?".into());
@@ -51,7 +47,8 @@ pub fn knobs(json: bool, mount_debugfs: bool) -> Result<()> {
         };
         writeln!(out, "  {:<12} {:<58} {state}", k.name, k.allowed)?;
     }
-    emit(&out)
+    let value = serde_json::json!({ "system": knobs, "task": per_task });
+    super::output::print_report(json, &value, out)
 }
 
 /// Per-task knobs and whether this machine lets you use them.

@@ -38,7 +38,7 @@ pub fn is_controller(cli: &Cli) -> bool {
                 | Cmd::Exec { .. }
                 | Cmd::Job { .. }
                 | Cmd::Completions { .. }
-                | Cmd::Man
+                | Cmd::Man { .. }
         )
     )
 }
@@ -81,12 +81,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Some(Cmd::Knobs {
             json,
             mount_debugfs,
-        }) => knobs::knobs(json, mount_debugfs),
+        }) => knobs::knobs(json.as_deref(), mount_debugfs),
         Some(Cmd::Check(args)) => check::check(args),
         Some(Cmd::Restore { discard }) => restore::restore(discard),
         Some(Cmd::Replay { file, speed }) => tui::replay(&file, speed),
         Some(Cmd::Completions { shell }) => shell::completions(shell),
-        Some(Cmd::Man) => shell::man(),
+        Some(Cmd::Man { command, dir }) => shell::man(&command, dir.as_deref()),
         Some(Cmd::Worker { shm, threads }) => serde_json::from_str(&threads)
             .context("bad --threads")
             .and_then(|t: Vec<workers::ThreadSpec>| workers::worker_main(&shm, &t)),

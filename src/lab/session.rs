@@ -13,6 +13,10 @@ use crate::knob::task::{apply, SchedSettings};
 use crate::lab::describe::{PresetView, Started, TaskInfo};
 use crate::preset::setting::Setting;
 use crate::preset::{adhoc, Preset};
+
+/// What a task knob change answers when no task's settings differ after it: the tasks
+/// had the value already (a lesson's step does not judge its check then).
+pub const NO_CHANGE: &str = "no change";
 use crate::workload::attach::ForeignTask;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::spec::{Program, TaskSpec};
@@ -359,7 +363,7 @@ impl Session {
         self.preset = next;
         self.specs = specs;
         Ok(if changed.is_empty() {
-            "no change".to_string()
+            NO_CHANGE.to_string()
         } else {
             format!("applied to {}", changed.join(", "))
         })

@@ -84,6 +84,8 @@ fn lines(app: &App, p: &Playing) -> Vec<Line<'static>> {
         let (style, text) = match &p.outcome {
             Some(o) if o.verdict == Verdict::Pass => (theme::key(app), o.text.clone()),
             Some(o) if o.verdict == Verdict::Fail => (theme::error(app), o.text.clone()),
+            // Not judged: the step's change did nothing.
+            Some(o) if p.step_did_nothing() => (theme::error(app), o.text.clone()),
             _ => (
                 theme::dim(app),
                 format!(
@@ -97,9 +99,10 @@ fn lines(app: &App, p: &Playing) -> Vec<Line<'static>> {
             Span::styled("Check: ", bold),
             Span::styled(text, style),
         ]));
-        if p.outcome
-            .as_ref()
-            .is_some_and(|o| o.verdict != Verdict::NoData)
+        if p.step_did_nothing()
+            || p.outcome
+                .as_ref()
+                .is_some_and(|o| o.verdict != Verdict::NoData)
         {
             for r in p.reasons.iter().take(2) {
                 out.push(Line::styled(

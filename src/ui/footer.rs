@@ -147,6 +147,8 @@ fn entries(app: &App) -> Vec<(String, String, Option<Command>)> {
         Mode::Input { .. } => vec![
             ("enter".into(), "apply".into(), None),
             ("esc".into(), "cancel".into(), None),
+            ("^U ^W".into(), "delete line/word".into(), None),
+            ("←→ ^A ^E".into(), "move".into(), None),
         ],
         Mode::Choice { .. } | Mode::Presets { .. } | Mode::Lessons { .. } => vec![
             ("↑↓".into(), "choose".into(), None),

@@ -38,11 +38,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             selected,
             ..
         } => render_choice(frame, area, app, title, options, *selected),
-        Mode::Input {
-            title,
-            prefix,
-            buffer,
-        } => render_input(frame, area, app, title, prefix, buffer),
+        Mode::Input { .. } => render_input(frame, area, app),
         Mode::CpuPicker { task, cpus, cursor } => {
             render_cpu_picker(frame, area, app, task, cpus, *cursor)
         }
@@ -59,7 +55,7 @@ pub fn area(area: Rect, app: &App) -> Option<Rect> {
         Mode::Help { .. } => help_box(area, app),
         Mode::Log { .. } => log_box(area),
         Mode::Choice { options, .. } => centered(area, 30, options.len() as u16 + 2),
-        Mode::Input { .. } => centered(area, 70, 3),
+        Mode::Input { hint, .. } => input_box(area, hint),
         Mode::CpuPicker { .. } => centered(area, 60, 4),
         Mode::Presets { .. } => presets_box(area, app),
         Mode::Picker(_) => super::picker::picker_box(area),
@@ -322,15 +318,58 @@ fn render_choice(
     frame.render_widget(Paragraph::new(lines).block(boxed(app, title)), r);
 }
 
-fn render_input(frame: &mut Frame, area: Rect, app: &App, title: &str, prefix: &str, buffer: &str) {
-    let r = centered(area, 70, 3);
+/// The input box: the line, and the hint below it wrapped to the box's width.
+fn input_box(area: Rect, hint: &str) -> Rect {
+    let inner = INPUT_WIDTH.min(area.width).saturating_sub(2);
+    let hint_lines = if hint.is_empty() {
+        0
+    } else {
+        Paragraph::new(hint)
+            .wrap(Wrap { trim: true })
+            .line_count(inner)
+    };
+    centered(area, INPUT_WIDTH, 3 + hint_lines as u16)
+}
+
+const INPUT_WIDTH: u16 = 70;
+
+fn render_input(frame: &mut Frame, area: Rect, app: &App) {
+    let Mode::Input {
+        title,
+        prefix,
+        buffer,
+        cursor,
+        hint,
+    } = &app.ui.mode
+    else {
+        return;
+    };
+    let r = input_box(area, hint);
     frame.render_widget(Clear, r);
+    let at = (*cursor).min(buffer.len());
+    let (before, after) = buffer.split_at(if buffer.is_char_boundary(at) {
+        at
+    } else {
+        buffer.len()
+    });
     let line = Line::from(vec![
-        Span::styled(prefix.to_string(), theme::dim(app)),
-        Span::raw(buffer.to_string()),
+        Span::styled(prefix.clone(), theme::dim(app)),
+        Span::raw(before.to_string()),
         Span::styled("▏", theme::key(app)),
+        Span::raw(after.to_string()),
     ]);
-    frame.render_widget(Paragraph::new(line).block(boxed(app, title)), r);
+    let block = boxed(app, title);
+    let inner = block.inner(r);
+    frame.render_widget(block, r);
+    // The line is not wrapped (a long value runs off the box); the hint is, below it.
+    let [edit, below] = Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(inner);
+    frame.render_widget(Paragraph::new(line), edit);
+    if !hint.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Line::styled(hint.clone(), theme::dim(app))).wrap(Wrap { trim: true }),
+            below,
+        );
+    }
 }
 
 fn render_cpu_picker(

@@ -670,6 +670,11 @@ fn app_in_lesson() -> App {
         crossterm::event::KeyCode::Char('L'),
     )));
     app.update(Action::Key(crossterm::event::KeyCode::Enter.into()));
+    // The lesson starts its preset anew: it plays once that runs.
+    app.update(Action::Started(Box::new(crate::app::tests::started())));
+    for t in 0..5 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
     app.update(Action::Key(crossterm::event::KeyCode::Right.into()));
     for t in 5..12 {
         app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
@@ -685,4 +690,59 @@ fn lesson_caption_at_80x24_and_200x50() {
         "lesson_200x50",
         draw(200, 50, |f, _| super::render(f, &app))
     );
+}
+
+#[test]
+fn the_knob_edit_popup_shows_the_whole_allowed_range() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = app_with_change();
+    let allowed = "-1 (no RT throttling; refused while RT spinners run) or \
+                   0..sched_rt_period_us, in us (1.. with RT group scheduling)";
+    app.knobs[0].allowed = allowed.into();
+    for code in [KeyCode::Tab, KeyCode::Enter] {
+        app.update(Action::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+    assert!(
+        matches!(app.ui.mode, Mode::Input { .. }),
+        "{:?}",
+        app.ui.mode
+    );
+    let backend = draw(80, 24, |f, _| super::render(f, &app));
+    // The popup's text, row by row inside its border: the allowed values are all there.
+    let r = super::popup::area(Rect::new(0, 0, 80, 24), &app).expect("a popup");
+    let b = backend.buffer();
+    let inside: String = (r.y..r.bottom())
+        .flat_map(|y| (r.x + 1..r.right() - 1).map(move |x| (x, y)))
+        .map(|(x, y)| b[(x, y)].symbol().to_string())
+        .collect();
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    assert!(
+        squeeze(&inside).contains(&squeeze(&format!("allowed: {allowed}"))),
+        "{inside}"
+    );
+    insta::assert_snapshot!("popup_knob_edit", backend);
+}
+
+#[test]
+fn the_changes_line_says_what_is_in_force_after_the_marks_left_the_window() {
+    let mut app = app_with_change();
+    app.update(Action::KnobResult {
+        setting: "sys.rt_runtime_us=600000".into(),
+        result: Ok("600000".into()),
+    });
+    // A 5 s window and 20 s more of samples: the changes' marks are out of it.
+    app.ui.window_s = 5.0;
+    for t in 8..28 {
+        app.update(Action::Batch(Box::new(crate::app::tests::batch(t))));
+    }
+    let screen = rows(&draw(80, 24, |f, _| super::render(f, &app))).join("\n");
+    let changes = screen
+        .lines()
+        .find(|l| l.starts_with("changes: "))
+        .expect("a changes line");
+    assert!(
+        changes.contains("in force: fair.policy=batch  sys.rt_runtime_us=600000"),
+        "{changes}"
+    );
+    assert!(!changes.contains("none yet"), "{changes}");
 }

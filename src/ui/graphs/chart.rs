@@ -297,6 +297,25 @@ pub(super) fn marks_line(app: &App, hidden: usize, width: u16) -> Line<'static> 
         }
         Line::from(spans)
     };
+    if visible.is_empty() && !app.in_force.is_empty() {
+        // Their marks left the window: what is in force still, the latest that fit.
+        let all: Vec<String> = app
+            .in_force
+            .iter()
+            .map(|(knob, value)| format!("{knob}={value}  "))
+            .collect();
+        for skip in 0..all.len() {
+            let mut shown = vec!["in force: ".to_string()];
+            if skip > 0 {
+                shown.push(format!("(+{skip} more) "));
+            }
+            shown.extend(all[skip..].iter().cloned());
+            let l = line(shown);
+            if l.width() <= width as usize || skip + 1 == all.len() {
+                return l;
+            }
+        }
+    }
     if visible.is_empty() {
         let explained = Line::from(vec![
             Span::styled("changes: ", theme::dim(app)),
@@ -352,5 +371,23 @@ mod tests {
         assert_eq!(percent(0.0), "0%");
         assert_eq!(micros(1.5e6), "1.5ms");
         assert_eq!(micros_us(250.0), "250us");
+    }
+
+    #[test]
+    fn a_narrow_changes_line_keeps_the_latest_in_force_and_counts_the_rest() {
+        let mut app = crate::app::tests::running_app();
+        app.in_force = vec![
+            ("fair.policy".into(), "batch".into()),
+            ("sys.rt_runtime_us".into(), "600000".into()),
+        ];
+        let text = |w| marks_line(&app, 0, w).to_string();
+        assert_eq!(
+            text(40),
+            "changes: in force: (+1 more) sys.rt_runtime_us=600000  "
+        );
+        assert_eq!(
+            text(80),
+            "changes: in force: fair.policy=batch  sys.rt_runtime_us=600000  "
+        );
     }
 }
