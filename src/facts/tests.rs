@@ -4,7 +4,8 @@ use std::path::Path;
 
 use super::*;
 
-const WITH_GROUPS: &str = "CONFIG_RT_GROUP_SCHED=y\n# CONFIG_RT_GROUP_SCHED_DEFAULT_DISABLED is not set\n";
+const WITH_GROUPS: &str =
+    "CONFIG_RT_GROUP_SCHED=y\n# CONFIG_RT_GROUP_SCHED_DEFAULT_DISABLED is not set\n";
 const DEFAULT_OFF: &str = "CONFIG_RT_GROUP_SCHED=y\nCONFIG_RT_GROUP_SCHED_DEFAULT_DISABLED=y\n";
 const WITHOUT: &str = "# CONFIG_RT_GROUP_SCHED is not set\n";
 
@@ -22,7 +23,10 @@ fn the_rt_mechanism_follows_version_config_and_boot_parameter() {
     );
     assert_eq!(RtBandwidth::of((6, 18), None, ""), FairServerOnly);
     // 6.16+: disabled at boot, by the build default or the command line.
-    assert_eq!(RtBandwidth::of((6, 16), Some(DEFAULT_OFF), ""), FairServerOnly);
+    assert_eq!(
+        RtBandwidth::of((6, 16), Some(DEFAULT_OFF), ""),
+        FairServerOnly
+    );
     assert_eq!(
         RtBandwidth::of((6, 16), Some(DEFAULT_OFF), "ro rt_group_sched=1"),
         ThrottlingAndFairServer
@@ -33,7 +37,11 @@ fn the_rt_mechanism_follows_version_config_and_boot_parameter() {
     );
     // The last one counts; what follows "--" is init's, not the kernel's.
     assert_eq!(
-        RtBandwidth::of((6, 16), Some(WITH_GROUPS), "rt_group_sched=0 rt_group_sched=1"),
+        RtBandwidth::of(
+            (6, 16),
+            Some(WITH_GROUPS),
+            "rt_group_sched=0 rt_group_sched=1"
+        ),
         ThrottlingAndFairServer
     );
     assert_eq!(
@@ -59,7 +67,9 @@ fn each_mechanism_names_what_acts_and_the_placeholder_is_filled() {
     let fair = RtBandwidth::FairServerOnly;
     assert!(fair.sentence().contains("throttles no RT task"));
     assert!(!fair.causes().contains("RT_RUNTIME_SHARE"));
-    assert!(RtBandwidth::Throttling.causes().contains("RT_RUNTIME_SHARE"));
+    assert!(RtBandwidth::Throttling
+        .causes()
+        .contains("RT_RUNTIME_SHARE"));
     let text = format!("before. {RT_BANDWIDTH_HERE} after.");
     assert_eq!(
         expand(&text, fair),
