@@ -96,3 +96,75 @@ fn the_docs_table_is_the_facts_table() {
         assert!(!f.claim.is_empty() && !f.holds.is_empty() && !f.source.is_empty());
     }
 }
+
+/// The lines of `text` that contain `needle`.
+fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(needle)).collect()
+}
+
+/// The key numbers are quoted as `numbers` has them: the pipe-wakeup note, its lesson,
+/// `check`'s healthy text and the README's measurement quote the same BATCH gain; the
+/// nice-ladder figures are the check's threshold, the lesson's bound and the README's
+/// measurement, each from one place.
+#[test]
+fn the_texts_quote_the_key_numbers_as_facts_has_them() {
+    use crate::check::verdict;
+    let gain = numbers::BATCH_GAIN;
+    let note = include_str!("../../presets/pipe-wakeup.toml");
+    let lesson = include_str!("../../presets/lessons/pipe-wakeup.toml");
+    let readme = include_str!("../../README.md");
+    assert_eq!(
+        lines_with(note, &format!("goes up {gain}")).len(),
+        1,
+        "{gain}"
+    );
+    assert_eq!(lines_with(lesson, &format!("goes up {gain}")).len(), 1);
+    assert!(verdict::batch_healthy().contains(gain));
+    let measured = lines_with(readme, "(writer and reader BATCH)");
+    assert!(
+        !measured.is_empty() && measured.iter().all(|l| l.contains(&format!(": {gain}."))),
+        "{measured:?}"
+    );
+    // Any other "about N.Nx" for the gain in the note or lesson would disagree.
+    for text in [note, lesson] {
+        assert!(
+            !text.contains("about 2.") && !text.contains("~2."),
+            "{text}"
+        );
+    }
+
+    assert_eq!(verdict::FAIRNESS_OK, numbers::LADDER_ERROR_HEALTHY);
+    assert!(verdict::fairness_healthy().contains(numbers::LADDER_ERROR_CHECK_RUN));
+    let readme_check = lines_with(readme, "ok       nice-ladder fairness error ");
+    assert!(
+        !readme_check.is_empty()
+            && readme_check
+                .iter()
+                .all(|l| l.contains(&verdict::fairness_healthy())),
+        "{readme_check:?}"
+    );
+    let ladder = format!("fairness error {}", numbers::LADDER_ERROR_MEASURED);
+    assert_eq!(lines_with(readme, &ladder).len(), 1, "{ladder}");
+    let ladder_lesson = crate::lesson::load_in("nice-ladder", None).expect("built-in");
+    let check = ladder_lesson.steps[0]
+        .check
+        .as_ref()
+        .expect("step 1 checks");
+    assert_eq!(
+        check.bound,
+        crate::lesson::Bound::Absolute {
+            min: None,
+            max: Some(numbers::LADDER_ERROR_LESSON)
+        }
+    );
+    let bound = format!("{:.0} %", numbers::LADDER_ERROR_LESSON * 100.0);
+    assert!(check.says.contains(&bound), "{}", check.says);
+
+    // The RT figures: the fair server's default and the floor it puts under the sysctl.
+    let rt_note = include_str!("../../presets/rt-throttle.toml");
+    assert!(rt_note.contains(numbers::FAIR_SERVER_DEFAULT));
+    assert!(readme.contains(&format!(
+        "{} of 1000000 by default",
+        numbers::RT_RUNTIME_FLOOR
+    )));
+}
