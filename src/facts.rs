@@ -28,7 +28,7 @@ pub const FACTS: &[Fact] = &[
         id: "fair-server",
         claim: "The fair server, a SCHED_DEADLINE server (dl_server) per CPU, runs fair tasks for 50 ms of every 1 s when RT tasks keep them off the CPU; it is deferred, so it acts only after the fair tasks have waited. Without RT group scheduling it alone leaves a fair task about 5 % beside a FIFO spinner, whatever sched_rt_runtime_us says.",
         holds: "6.12+; runtime and period per CPU in debugfs sched/fair_server/cpuN/",
-        source: "a110a81c52a9 \"sched/deadline: Deferrable dl server\", d741f297bcea \"sched/fair: Fair server interface\", 5f6bd380c7bd (6.12); kernel/sched/deadline.c sched_init_dl_servers()",
+        source: "a110a81c52a9 \"sched/deadline: Deferrable dl server\", d741f297bcea \"sched/fair: Fair server interface\", 5f6bd380c7bd (which set its runtime from 0 to 50 ms; all 6.12); kernel/sched/deadline.c: 50 * NSEC_PER_MSEC of 1000 * NSEC_PER_MSEC in dl_server_start() on 6.12, sched_init_dl_servers() on later kernels",
     },
     Fact {
         id: "rt-runtime-floor",
@@ -260,6 +260,10 @@ pub fn markdown() -> String {
         (
             "nice-ladder fairness error `check` calls healthy",
             format!("< {:.0} %", numbers::LADDER_ERROR_HEALTHY * 100.0),
+        ),
+        (
+            "nice-ladder fairness error of `check`'s own run (dev VM)",
+            numbers::LADDER_ERROR_CHECK_RUN.to_string(),
         ),
         (
             "nice-ladder fairness error measured (21 rungs, unpinned, 2 CPUs)",
