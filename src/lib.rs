@@ -21,6 +21,7 @@ pub mod columns;
 pub mod commands;
 pub mod cpuset;
 pub mod error;
+pub mod facts;
 pub mod headless;
 pub mod ideal;
 pub mod input;

@@ -8,6 +8,7 @@ use super::noise;
 use super::throttle;
 use super::verdict;
 use super::watch::Watched;
+use crate::facts::RtBandwidth;
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::lab::pingpong::Measured;
@@ -294,8 +295,10 @@ pub(super) fn fairness_finding(mut f: Finding, r: &RunReport) -> Finding {
         .judged(verdict::verdict_fairness(error, split_error))
 }
 
-/// The fair share RT throttling and the fair server promise, with how it was found.
-pub(super) fn promised_fair_share(sys: &SystemKnobs) -> Result<(f64, Value)> {
+/// The fair share RT throttling and the fair server promise on a kernel with `rt`, with
+/// how it was found. The sysctls are read (and reported) either way; they promise
+/// nothing where they throttle nothing (6.12+ without RT group scheduling).
+pub(super) fn promised_fair_share(sys: &SystemKnobs, rt: RtBandwidth) -> Result<(f64, Value)> {
     let read = |k: SysKnob| -> Result<i64> {
         let text = sys::get(&k, &sys.probe)?;
         text.trim()
@@ -304,15 +307,11 @@ pub(super) fn promised_fair_share(sys: &SystemKnobs) -> Result<(f64, Value)> {
     };
     let runtime = read(SysKnob::RtRuntime)?;
     let period = read(SysKnob::RtPeriod)?;
-    let throttle = if runtime < 0 || period <= 0 {
-        0.0
-    } else {
-        (1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0)
-    };
+    let throttle = throttle_share(rt, runtime, period);
     // The fair server (6.12+) reserves runtime/period of each CPU for fair tasks; its
     // debugfs files are unreadable without debugfs (or under lockdown): assume its
     // default of 50 ms per 1 s then, and say so.
-    let (server, source) = if sys.probe.kernel >= (6, 12) {
+    let (server, source) = if rt.has_fair_server() {
         let fs = |field| {
             read(SysKnob::FairServer { cpu: 0, field })
                 .ok()
@@ -330,11 +329,22 @@ pub(super) fn promised_fair_share(sys: &SystemKnobs) -> Result<(f64, Value)> {
         json!({
             "sched_rt_runtime_us": runtime,
             "sched_rt_period_us": period,
+            "rt_bandwidth": rt.name(),
             "throttle_share": throttle,
             "fair_server_share": server,
             "fair_server_source": source,
         }),
     ))
+}
+
+/// What RT throttling leaves fair tasks: 1 - runtime/period where the sysctls throttle,
+/// nothing where they are off (-1) or throttle nothing on this kernel.
+pub(super) fn throttle_share(rt: RtBandwidth, runtime: i64, period: i64) -> f64 {
+    if !rt.throttles() || runtime < 0 || period <= 0 {
+        0.0
+    } else {
+        (1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0)
+    }
 }
 
 /// The rt-throttle run against the share promised by `promise` (from
@@ -344,6 +354,7 @@ pub(super) fn fifo_share_finding(
     (expected, mut details): (f64, Value),
     r: &RunReport,
     seen: &Watched,
+    rt: RtBandwidth,
 ) -> Finding {
     let task = |group: &str| r.tasks.iter().find(|t| t.group == group);
     let (Some(fair), Some(fifo)) = (task("fair"), task("fifo")) else {
@@ -401,10 +412,10 @@ pub(super) fn fifo_share_finding(
             ),
         )),
         (None, Some(transient)) => {
-            let (v, why) = verdict::verdict_fifo_share(measured, expected);
+            let (v, why) = verdict::verdict_fifo_share(measured, expected, rt);
             f.judged((v, format!("{why}; {transient}, left out")))
         }
-        (None, None) => f.judged(verdict::verdict_fifo_share(measured, expected)),
+        (None, None) => f.judged(verdict::verdict_fifo_share(measured, expected, rt)),
     }
 }
 
@@ -707,7 +718,19 @@ mod tests {
             promise,
             r,
             &seen,
+            RtBandwidth::ThrottlingAndFairServer,
         )
+    }
+
+    /// The sysctls promise a share only where they throttle: before 6.12, and on 6.12+
+    /// with RT group scheduling; without it 600000 of 1000000 leaves nothing.
+    #[test]
+    fn the_sysctls_promise_a_share_only_where_they_throttle() {
+        let share = |rt| throttle_share(rt, 600_000, 1_000_000);
+        assert!((share(RtBandwidth::Throttling) - 0.4).abs() < 1e-12);
+        assert!((share(RtBandwidth::ThrottlingAndFairServer) - 0.4).abs() < 1e-12);
+        assert_eq!(share(RtBandwidth::FairServerOnly), 0.0);
+        assert_eq!(throttle_share(RtBandwidth::Throttling, -1, 1_000_000), 0.0);
     }
 
     /// A stretched first window is reported and left out: the share is judged over the

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::facts::RtBandwidth;
 use crate::headless::run::{run, RunOptions};
 use crate::knob::sys::SystemKnobs;
 use crate::lab::pingpong::{self, Pinning, Setup};
@@ -390,7 +391,7 @@ impl<'a> Checker<'a> {
             "pipe_wakeup_batch_ratio",
             "pipe-wakeup BATCH/OTHER speedup",
             "x",
-            verdict::BATCH_HEALTHY,
+            &verdict::batch_healthy(),
             format!(
                 "schedlab run pipe-wakeup for {:.1} s as is, then with --variant batch (writer and reader SCHED_BATCH, both pinned to CPU 0): writer bytes/s BATCH / OTHER; a BATCH writer with more than {SLOW_REGIME_INVOLUNTARY_PER_S:.0} involuntary switches/s is in the slow regime of a pipe that was polled",
                 self.budget.preset_run.as_secs_f64(),
@@ -422,7 +423,7 @@ impl<'a> Checker<'a> {
             "nice_fairness_error",
             "nice-ladder fairness error",
             "%",
-            verdict::FAIRNESS_HEALTHY,
+            &verdict::fairness_healthy(),
             format!(
                 "schedlab run nice-ladder for {:.1} s (21 busy loops at nice 0..20 on every CPU): metrics.fairness_error = half the summed |CPU share - ideal share| over the ideal total, ideal from the kernel's nice weights water-filled over the CPUs; the split error rescales the shares to the CPU time the ladder got",
                 self.budget.ladder.as_secs_f64()
@@ -442,37 +443,48 @@ impl<'a> Checker<'a> {
     /// Step 7: what a FIFO spinner leaves a fair thread on its CPU (rt-throttle preset).
     fn fifo_fair_share(&mut self) {
         self.progress.next("rt-throttle fair share");
+        let rt = RtBandwidth::running();
+        let against = match rt {
+            RtBandwidth::Throttling => "1 - sched_rt_runtime_us/sched_rt_period_us read now (RT throttling; no fair server before 6.12)",
+            RtBandwidth::ThrottlingAndFairServer => "max(1 - sched_rt_runtime_us/sched_rt_period_us read now, fair server runtime/period): this kernel has RT throttling (RT group scheduling) and the fair server",
+            RtBandwidth::FairServerOnly => "the fair server's runtime/period: this kernel (6.12+ without RT group scheduling) throttles no RT task, whatever sched_rt_runtime_us says",
+        };
         let f = finding(
             "fifo_fair_share",
             "fair share under a FIFO spinner",
             "% of a CPU",
-            "1 - rt_runtime/rt_period (5 %), >= 5 % on 6.12+",
+            &verdict::fifo_healthy(rt),
             format!(
-                "schedlab run rt-throttle for {:.1} s, sampled every 100 ms (a SCHED_FIFO 1 spinner and a nice -20 thread, both on CPU 0): the fair thread's CPU share over whole RT periods after its first throttled window (a stretched first window is named and left out; without samples to find it, after the preset's {:.1} s warm-up) against max(1 - sched_rt_runtime_us/sched_rt_period_us read now, fair server runtime/period on 6.12+)",
+                "schedlab run rt-throttle for {:.1} s, sampled every 100 ms (a SCHED_FIFO 1 spinner and a nice -20 thread, both on CPU 0): the fair thread's CPU share over whole RT periods after its first throttled window (a stretched first window is named and left out; without samples to find it, after the preset's {:.1} s warm-up) against {against}",
                 self.budget.rt.as_secs_f64(),
                 preset::load("rt-throttle").map_or(0.0, |p| p.warmup.as_secs_f64())
             ),
         );
-        self.measured(f, Checker::run_rt_throttle);
+        self.measured(f, move |c, f| c.run_rt_throttle(f, rt));
     }
 
     /// rt-throttle against the promised share, watched for others changing RT throttling
     /// or competing for RT time meanwhile.
-    fn run_rt_throttle(&mut self, f: Finding) -> Finding {
-        let promise =
-            match findings::promised_fair_share(self.sys).context("cannot read the RT settings") {
-                Ok(v) => v,
-                Err(e) => return f.skipped(Verdict::Problem, format!("{e:#}")),
-            };
+    fn run_rt_throttle(&mut self, f: Finding, rt: RtBandwidth) -> Finding {
+        let promise = match findings::promised_fair_share(self.sys, rt)
+            .context("cannot read the RT settings")
+        {
+            Ok(v) => v,
+            Err(e) => return f.skipped(Verdict::Problem, format!("{e:#}")),
+        };
         if promise.1["sched_rt_runtime_us"]
             .as_i64()
             .is_some_and(|r| r < 0)
         {
-            // Safety first: without throttling a FIFO spinner can take its CPU for good.
-            return f.skipped(
-                Verdict::Notable,
-                "RT throttling is off (sched_rt_runtime_us = -1): the check starts no FIFO spinner without it; one would starve fair tasks on its CPU".to_string(),
-            );
+            // Safety first: without throttling a FIFO spinner can take its CPU for good
+            // (where only the fair server acts, -1 is no less safe; the check still
+            // starts no spinner under a setting that says "unlimited").
+            let why = if rt.throttles() {
+                "RT throttling is off (sched_rt_runtime_us = -1): the check starts no FIFO spinner without it; one would starve fair tasks on its CPU"
+            } else {
+                "sched_rt_runtime_us = -1 (no SCHED_DEADLINE admission limit; RT throttling does not exist on this kernel, only the fair server): the check starts no FIFO spinner under it"
+            };
+            return f.skipped(Verdict::Notable, why.to_string());
         }
         let watch = watch::Watch::start(self.budget.rt + Duration::from_secs(30));
         // Samples every 100 ms: the throttled windows are 50 ms, and the finding finds
@@ -485,7 +497,7 @@ impl<'a> Checker<'a> {
         );
         let seen = watch.finish();
         match result {
-            Ok(r) => findings::fifo_share_finding(f, promise, &r, &seen),
+            Ok(r) => findings::fifo_share_finding(f, promise, &r, &seen, rt),
             Err(e) => f.skipped(
                 Verdict::Problem,
                 format!("could not run rt-throttle: {e:#}"),

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::{Bound, Check, Lesson, Look, Metric, Pace, Step, COLUMNS, GRAPHS, METRICS};
 use crate::error::Invalid;
+use crate::facts::RtBandwidth;
 use crate::lab::session::{route_typed, Routed};
 use crate::preset::setting::{parse_duration, Setting};
 use crate::preset::Preset;
@@ -45,6 +46,19 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../presets/lessons/cgroup-fairness.toml"),
     ),
 ];
+
+/// The rt-throttle lesson for kernels where only the fair server acts (6.12+ without RT
+/// group scheduling): there the sysctl steps teach what does not happen.
+pub const RT_THROTTLE_FAIR_SERVER: &str =
+    include_str!("../../presets/lessons/rt-throttle-fair-server.toml");
+
+/// The text of built-in lesson `name` for a kernel whose RT mechanism is `rt`.
+pub fn builtin_text(name: &str, rt: RtBandwidth) -> Option<&'static str> {
+    if name == "rt-throttle" && !rt.throttles() {
+        return Some(RT_THROTTLE_FAIR_SERVER);
+    }
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
 
 /// A caption is read aloud from a projector: one or two sentences.
 const CAPTION_MAX: usize = 320;
@@ -112,7 +126,7 @@ pub fn load_in(name_or_path: &str, user_dir: Option<&Path>) -> Result<Lesson> {
             return load_file(&p);
         }
     }
-    if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+    if let Some(text) = builtin_text(name_or_path, RtBandwidth::running()) {
         return parse(text, "built-in");
     }
     let names: Vec<String> = list_in(user_dir)
@@ -140,9 +154,11 @@ pub fn list() -> Vec<Result<Lesson>> {
 
 /// [`list`] with an explicit user lesson directory.
 pub fn list_in(user_dir: Option<&Path>) -> Vec<Result<Lesson>> {
+    let rt = RtBandwidth::running();
     let builtins = BUILTIN
         .iter()
-        .map(|(_, text)| parse(text, "built-in"))
+        .filter_map(|(name, _)| builtin_text(name, rt))
+        .map(|text| parse(text, "built-in"))
         .collect();
     crate::input::with_user_files(builtins, user_dir, load_file, |l: &Lesson| &l.name)
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::check::{evaluate, known_reasons, Verdict, Window};
 use super::*;
+use crate::facts::RtBandwidth;
 use crate::lab::fixtures::started;
 use crate::lab::live::Live;
 use crate::lab::store::TaskRates;
@@ -37,6 +38,43 @@ fn every_builtin_lesson_parses_and_names_its_preset() {
             "{name} checks something"
         );
     }
+}
+
+/// rt-throttle is played as the kernel has it: the sysctl holds the spinner to 60 %
+/// only where it throttles; where only the fair server acts the lesson teaches that the
+/// sysctl does nothing to the spinner, and says so in its check.
+#[test]
+fn rt_throttle_is_played_as_this_kind_of_kernel_has_it() {
+    let text = |rt| load::builtin_text("rt-throttle", rt).expect("built-in");
+    let throttling = parse(text(RtBandwidth::ThrottlingAndFairServer)).expect("parses");
+    assert_eq!(
+        text(RtBandwidth::Throttling),
+        text(RtBandwidth::ThrottlingAndFairServer)
+    );
+    let fair = parse(text(RtBandwidth::FairServerOnly)).expect("parses");
+    assert_eq!(
+        (throttling.name.as_str(), fair.name.as_str()),
+        ("rt-throttle", "rt-throttle")
+    );
+    let says = |l: &Lesson| -> Vec<String> {
+        l.steps
+            .iter()
+            .filter_map(|s| s.check.as_ref().map(|c| c.says.clone()))
+            .collect()
+    };
+    assert!(says(&throttling).iter().any(|s| s.contains("held to 60 %")));
+    assert!(says(&fair).iter().all(|s| !s.contains("60 %")));
+    assert!(fair.steps[0].caption.contains("fair server"));
+    assert!(fair.steps[1]
+        .caption
+        .contains("only limits SCHED_DEADLINE admission"));
+    assert_eq!(
+        load::builtin_text("pipe-wakeup", RtBandwidth::FairServerOnly),
+        BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "pipe-wakeup")
+            .map(|(_, t)| *t)
+    );
 }
 
 #[test]

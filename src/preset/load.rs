@@ -123,6 +123,23 @@ mod tests {
         }
     }
 
+    /// rt-throttle's note says which RT mechanism this kernel has, in place of the
+    /// placeholder the file holds.
+    #[test]
+    fn the_rt_throttle_note_names_this_kernels_rt_mechanism() {
+        let raw = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "rt-throttle")
+            .map(|(_, t)| *t)
+            .expect("built-in");
+        assert!(raw.contains(crate::facts::RT_BANDWIDTH_HERE));
+        let p = Preset::parse(raw, "built-in").expect("parses");
+        assert!(!p.note.contains('{'), "{}", p.note);
+        assert!(p
+            .note
+            .contains(crate::facts::RtBandwidth::running().sentence()));
+    }
+
     #[test]
     fn user_presets_load_by_path_and_from_the_config_dir() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -123,7 +123,8 @@ fn from_raw(raw: RawPreset, source: &str) -> Result<Preset, Invalid> {
     let preset = Preset {
         name: raw.name,
         summary: raw.summary.trim().to_string(),
-        note: raw.note.trim().to_string(),
+        // A note may say what this kernel does where kernels differ.
+        note: crate::facts::expand(raw.note.trim(), crate::facts::RtBandwidth::running()),
         focus: raw.focus,
         headline: raw.metric.headline,
         metric_task: raw.metric.task,

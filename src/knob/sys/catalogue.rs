@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::pmqos;
 use super::probe::{lockdown_reason, read_trim, Probe, SYSCTL};
 use crate::error::{Invalid, KnobError};
+use crate::facts::RtBandwidth;
 use crate::knob::features::{self, ORDER_6_12, ORDER_6_12_KERNELS};
 use crate::knob::scx;
 
@@ -160,7 +161,7 @@ impl SysKnob {
     /// Which values are allowed, in words.
     pub fn allowed(&self) -> String {
         match self {
-            SysKnob::RtRuntime => "-1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling)".into(),
+            SysKnob::RtRuntime => "-1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling; 6.12+: at least the fair servers' share of the period, 50000 of 1000000 by default, else EBUSY)".into(),
             SysKnob::RtPeriod => "1..2147483647 us, at least sched_rt_runtime_us".into(),
             SysKnob::RrTimeslice => "1..2147483647 ms (rounded to ticks), or default".into(),
             SysKnob::Autogroup => "0 or 1 (on/off)".into(),
@@ -312,6 +313,7 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
             field: "period",
         });
     }
+    let rt = RtBandwidth::running();
     let mut out: Vec<KnobInfo> = knobs
         .iter()
         .map(|k| {
@@ -324,7 +326,7 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
                 value: value.ok(),
                 allowed: k.allowed(),
                 path: k.path(probe).map(|p| p.display().to_string()),
-                help: help(k),
+                help: help(k, rt),
             }
         })
         .collect();
@@ -360,12 +362,19 @@ pub fn list(probe: &Probe) -> Vec<KnobInfo> {
     out
 }
 
-fn help(k: &SysKnob) -> String {
+/// What a knob does on a kernel with the RT mechanism `rt`.
+fn help(k: &SysKnob, rt: RtBandwidth) -> String {
     match k {
-        SysKnob::RtRuntime => {
-            "RT tasks may run this many us of every period per CPU (RT throttling)".into()
+        SysKnob::RtRuntime if rt.throttles() => {
+            "RT tasks may run this many us of every period per CPU (RT throttling), and SCHED_DEADLINE tasks together no more".into()
         }
-        SysKnob::RtPeriod => "the RT throttling period".into(),
+        SysKnob::RtRuntime => {
+            "the SCHED_DEADLINE admission limit per period; it throttles no RT task on this kernel (6.12+ without RT group scheduling: the fair server alone keeps fair tasks running)".into()
+        }
+        SysKnob::RtPeriod if rt.throttles() => "the RT throttling period".into(),
+        SysKnob::RtPeriod => {
+            "the period of the SCHED_DEADLINE admission limit (no RT throttling on this kernel)".into()
+        }
         SysKnob::RrTimeslice => "SCHED_RR time slice".into(),
         SysKnob::Autogroup => "group fair tasks by session (autogroup)".into(),
         SysKnob::Feature(_) => "scheduler feature".into(),
@@ -382,5 +391,25 @@ fn help(k: &SysKnob) -> String {
         SysKnob::CpuDmaLatency => {
             "PM QoS CPU latency limit: cpuidle uses no idle state slower to leave than this".into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The RT sysctls' help says what they do on each kind of kernel: without RT group
+    /// scheduling (6.12+) they throttle nothing.
+    #[test]
+    fn rt_sysctl_help_follows_the_kernels_rt_mechanism() {
+        let throttling = help(&SysKnob::RtRuntime, RtBandwidth::ThrottlingAndFairServer);
+        assert!(throttling.contains("(RT throttling)"), "{throttling}");
+        let fair = help(&SysKnob::RtRuntime, RtBandwidth::FairServerOnly);
+        assert!(
+            fair.contains("throttles no RT task") && fair.contains("fair server"),
+            "{fair}"
+        );
+        assert!(help(&SysKnob::RtPeriod, RtBandwidth::FairServerOnly).contains("no RT throttling"));
+        assert!(SysKnob::RtRuntime.allowed().contains("EBUSY"));
     }
 }

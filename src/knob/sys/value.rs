@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(parse(SysKnob::RtRuntime, "-1"), Ok(SysValue::Int(-1)));
         assert_eq!(
             parse(SysKnob::RtRuntime, "-2"),
-            Err("sys.rt_runtime_us=-2: allowed -1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling)".into())
+            Err("sys.rt_runtime_us=-2: allowed -1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling; 6.12+: at least the fair servers' share of the period, 50000 of 1000000 by default, else EBUSY)".into())
         );
         assert!(parse(SysKnob::RtPeriod, "0").is_err());
         assert_eq!(
