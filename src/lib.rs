@@ -31,6 +31,7 @@ pub mod lesson;
 pub mod plot;
 pub mod preset;
 pub mod report;
+pub mod safe_text;
 pub mod sampler;
 pub mod state;
 pub mod system;
