@@ -28,6 +28,7 @@ pub mod kconfig;
 pub mod knob;
 pub mod lab;
 pub mod lesson;
+pub mod outfile;
 pub mod plot;
 pub mod preset;
 pub mod report;

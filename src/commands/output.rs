@@ -31,7 +31,8 @@ pub fn json_text<T: serde::Serialize>(report: &T) -> Result<String> {
 
 /// The report's JSON document into the file at `path`.
 pub fn write_json<T: serde::Serialize>(path: &str, report: &T) -> Result<()> {
-    std::fs::write(path, json_text(report)?).with_context(|| format!("writing {path}"))
+    crate::outfile::write(path.as_ref(), json_text(report)?.as_bytes())
+        .with_context(|| format!("writing {path}"))
 }
 
 /// Print to stdout; a closed pipe (`| head`) is not an error. Names and notes in the
