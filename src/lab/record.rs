@@ -184,15 +184,9 @@ impl Drop for FileRecorder {
 /// Read a recording: every record in time order. Unknown kinds are skipped; a torn
 /// last line (a recording cut short) is ignored.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
-    let file = File::open(path).with_context(|| format!("opening recording {}", path.display()))?;
-    let len = file.metadata()?.len();
-    if len > crate::input::MAX_RECORDING_BYTES {
-        bail!(
-            "{} is {len} bytes; replay reads recordings of at most {} bytes",
-            path.display(),
-            crate::input::MAX_RECORDING_BYTES
-        );
-    }
+    let name = format!("recording {}", path.display());
+    let file = crate::input::open_bounded(path, crate::input::MAX_RECORDING_BYTES, &name)
+        .with_context(|| format!("cannot replay {}", path.display()))?;
     let mut lines = BufReader::new(file).lines();
     let first = lines.next().transpose()?.unwrap_or_default();
     let header: Header = serde_json::from_str(&first).map_err(|_| {
