@@ -31,6 +31,8 @@ pub mod lesson;
 pub mod outfile;
 pub mod plot;
 pub mod preset;
+#[cfg(test)]
+mod proptests;
 pub mod report;
 pub mod safe_text;
 pub mod sampler;
