@@ -13,6 +13,7 @@ mod check_diff;
 mod cli;
 mod conventions;
 mod hardening;
+mod hostile_input;
 mod knobs;
 mod lesson;
 mod measurement;
