@@ -123,11 +123,16 @@ fn parent_of(p: &Path) -> PathBuf {
 /// Where writing `path` lands: the end of its chain of symlinks (a user's own link to
 /// their results file is honoured). A link in a world-writable sticky directory (/tmp)
 /// that belongs to neither this user nor the directory's owner is refused, as the
-/// kernel's `fs.protected_symlinks` would refuse to follow it.
+/// kernel's `fs.protected_symlinks` would refuse to follow it: the file's own name and
+/// the directories named on the way (`/tmp/plots/` for `--plot-dir`) alike.
 fn resolve(path: &Path) -> io::Result<PathBuf> {
-    let me = nix::unistd::geteuid().as_raw();
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
+        for dir in parent_of(&p).ancestors() {
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                trusted_link(dir)?;
+            }
+        }
         let meta = match std::fs::symlink_metadata(&p) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p),
@@ -136,21 +141,8 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
         if !meta.file_type().is_symlink() {
             return Ok(p);
         }
-        let dir = parent_of(&p);
-        let d = std::fs::metadata(&dir)?;
-        let sticky_shared = d.mode() & 0o1002 == 0o1002;
-        if sticky_shared && meta.uid() != me && meta.uid() != d.uid() {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is a symlink of uid {} in the world-writable directory {}: refusing to write through it (remove it, or give another file name)",
-                    p.display(),
-                    meta.uid(),
-                    dir.display()
-                ),
-            ));
-        }
-        p = dir.join(std::fs::read_link(&p)?);
+        trusted_link(&p)?;
+        p = parent_of(&p).join(std::fs::read_link(&p)?);
     }
     Err(io::Error::new(
         io::ErrorKind::InvalidInput,
@@ -159,6 +151,29 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
             path.display()
         ),
     ))
+}
+
+/// Refuses the symlink `link` if another user could have planted it: it sits in a
+/// world-writable sticky directory and belongs to neither this user nor that
+/// directory's owner.
+fn trusted_link(link: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(link)?;
+    let dir = parent_of(link);
+    let d = std::fs::metadata(&dir)?;
+    let me = nix::unistd::geteuid().as_raw();
+    let sticky_shared = d.mode() & 0o1002 == 0o1002;
+    if sticky_shared && meta.uid() != me && meta.uid() != d.uid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is a symlink of uid {} in the world-writable directory {}: refusing to write through it (remove it, or give another file name)",
+                link.display(),
+                meta.uid(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

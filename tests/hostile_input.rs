@@ -378,4 +378,21 @@ fn an_output_path_another_user_linked_in_a_shared_directory_is_not_written_throu
         7,
         "nothing is left beside the links: {names:?}"
     );
+
+    // A directory on the way (`--plot-dir /tmp/plots`, `--json /tmp/d/out.json`) linked
+    // to a directory of root's: nothing is created there.
+    let dir_link = shared.path().join("plots");
+    std::os::unix::fs::symlink(safe.path(), &dir_link).expect("symlink");
+    std::os::unix::fs::lchown(&dir_link, Some(65534), Some(65534)).expect("lchown");
+    let json = dir_link.join("out.json");
+    let json = json.to_str().expect("utf-8");
+    let args = ["run", "pipe-wakeup", "--duration", "200ms", "--json", json];
+    let out = schedlab_within(&args, &[], common::PATIENCE).expect("ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", shown(&out));
+    assert!(
+        stderr.contains("plots is a symlink of uid 65534"),
+        "{stderr}"
+    );
+    assert!(!safe.path().join("out.json").exists());
 }
