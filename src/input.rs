@@ -104,8 +104,14 @@ pub struct Bounded<R> {
 
 impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        // One byte past the limit is enough to know it was passed.
-        let room = usize::try_from(self.left.saturating_add(1)).unwrap_or(usize::MAX);
+        // One byte past the limit is enough to know it was passed; rounded up to a
+        // page, as files like /proc/self/pagemap refuse reads of odd sizes.
+        let room = self
+            .left
+            .saturating_add(1)
+            .checked_next_multiple_of(4096)
+            .unwrap_or(u64::MAX);
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
         let want = buf.len().min(room);
         let n = self.inner.read(&mut buf[..want])?;
         if n as u64 > self.left {
