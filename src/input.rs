@@ -1,7 +1,10 @@
-//! Files a user hands schedlab (presets, lessons, key bindings, recordings), read with a
-//! bound: a file larger than what it could sensibly be is refused before it is read.
+//! Files a user hands schedlab (presets, lessons, key bindings, check reports,
+//! recordings), read with a bound: only a regular file, refused before it is read when
+//! it is larger than it could sensibly be, and stopped when more is read than allowed.
 
+use std::fs::{File, OpenOptions};
 use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest preset or key-binding file schedlab reads (the built-ins are ~3 KiB).
@@ -39,18 +42,88 @@ pub fn with_user_files<T>(
 
 /// Read `path` as text if it is at most `limit` bytes; `what` names it in the error.
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {
-    let file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    if len > limit {
+    let mut text = String::new();
+    open_bounded(path, limit, what)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Open `path` for reading through a [`Bounded`] reader: refused unless it is a regular
+/// file (a FIFO would block forever, /dev/zero never ends) of at most `limit` bytes.
+pub fn open_bounded(path: &Path, limit: u64, what: &str) -> std::io::Result<Bounded<File>> {
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let is = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
         return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{what} is {len} bytes; allowed at most {limit}"),
+            std::io::ErrorKind::InvalidInput,
+            format!("{what} is {is}; allowed only a regular file"),
         ));
     }
-    let mut text = String::new();
-    // take(): a file that grows while it is read still stops at the bound.
-    file.take(limit).read_to_string(&mut text)?;
-    Ok(text)
+    if meta.len() > limit {
+        return Err(too_big(what, &format!("{} bytes", meta.len()), limit));
+    }
+    Ok(Bounded {
+        inner: file,
+        left: limit,
+        limit,
+        what: what.to_string(),
+    })
+}
+
+fn too_big(what: &str, is: &str, limit: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{what} is {is}; allowed at most {limit}"),
+    )
+}
+
+/// A reader that fails once more than its limit has been read: the size on disk is
+/// checked first, but a file that grows while it is read (or a file system that
+/// reports no size) is stopped by counting.
+pub struct Bounded<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+    what: String,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // One byte past the limit is enough to know it was passed; rounded up to a
+        // page, as files like /proc/self/pagemap refuse reads of odd sizes.
+        let room = self
+            .left
+            .saturating_add(1)
+            .checked_next_multiple_of(4096)
+            .unwrap_or(u64::MAX);
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        let want = buf.len().min(room);
+        let n = self.inner.read(&mut buf[..want])?;
+        if n as u64 > self.left {
+            return Err(too_big(
+                &self.what,
+                &format!("more than {} bytes", self.limit),
+                self.limit,
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]
@@ -68,5 +141,38 @@ mod tests {
             "preset big.toml is 2048 bytes; allowed at most 1024"
         );
         assert_eq!(read_bounded(&path, 4096, "x").expect("fits").len(), 2048);
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_reading_is_counted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        for (path, is) in [
+            (fifo.as_path(), "a FIFO"),
+            (Path::new("/dev/zero"), "a device"),
+            (dir.path(), "a directory"),
+        ] {
+            let err = read_bounded(path, 1024, "the file").unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("the file is {is}; allowed only a regular file")
+            );
+        }
+        // What a size on disk does not show: the count stops it.
+        let mut r = Bounded {
+            inner: std::io::repeat(b'x'),
+            left: 1000,
+            limit: 1000,
+            what: "the stream".into(),
+        };
+        let mut sink = Vec::new();
+        let err = r.read_to_end(&mut sink).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the stream is more than 1000 bytes; allowed at most 1000"
+        );
+        assert!(sink.len() <= 1000);
     }
 }

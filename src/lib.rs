@@ -29,9 +29,13 @@ pub mod kconfig;
 pub mod knob;
 pub mod lab;
 pub mod lesson;
+pub mod outfile;
 pub mod plot;
 pub mod preset;
+#[cfg(test)]
+mod proptests;
 pub mod report;
+pub mod safe_text;
 pub mod sampler;
 pub mod state;
 pub mod system;

@@ -7,10 +7,20 @@ use clap::Parser;
 
 use schedlab::cli::{Cli, Cmd};
 use schedlab::commands::{self, exit};
+use schedlab::safe_text::message;
 
 fn main() -> ExitCode {
     schedlab::report::meta::mark_start();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and --version as clap prints them; an error quotes the arguments, so it
+        // is printed plain, without anything a terminal acts on.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprint!("{}", message(&e.render().to_string()));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::USAGE));
+        }
+    };
     if commands::is_controller(&cli) {
         commands::install_panic_hook();
         schedlab::workload::adopt_orphans();
@@ -25,17 +35,19 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => by_signal.map_or(ExitCode::SUCCESS, ExitCode::from),
         Err(e) if by_signal.is_some() && commands::exit_code(&e) == exit::FAILURE => {
-            eprintln!("schedlab: {e:#}");
+            eprintln!("schedlab: {}", message(&format!("{e:#}")));
             ExitCode::from(by_signal.unwrap_or(exit::FAILURE))
         }
         Err(e) => {
             let code = commands::exit_code(&e);
             // Bad input is one line already; other errors show their causes.
-            if code == exit::USAGE {
-                eprintln!("schedlab: {e}");
+            let text = if code == exit::USAGE {
+                format!("{e}")
             } else {
-                eprintln!("schedlab: {e:#}");
-            }
+                format!("{e:#}")
+            };
+            // The message may quote a file or an argument: nothing a terminal acts on.
+            eprintln!("schedlab: {}", message(&text));
             ExitCode::from(code)
         }
     }

@@ -14,6 +14,7 @@ mod check_diff;
 mod cli;
 mod conventions;
 mod hardening;
+mod hostile_input;
 mod knobs;
 mod lesson;
 mod measurement;

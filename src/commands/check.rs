@@ -25,7 +25,8 @@ pub fn check(args: CheckArgs) -> Result<()> {
     if let Some(dir) = &args.plot_dir {
         let written = crate::check::write_plots(&report, dir)?;
         let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        eprintln!("schedlab: plots written: {}", names.join(", "));
+        let names = crate::safe_text::message(&names.join(", "));
+        eprintln!("schedlab: plots written: {names}");
     }
     Ok(())
 }

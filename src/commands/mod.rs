@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use crate::cli::{Cli, Cmd, SettingsArgs, SystemArgs};
 use crate::error::{Invalid, Kind};
 use crate::knob::journal;
+use crate::safe_text::message;
 use crate::workload::{contain, workers, CannotRun};
 
 /// Bad input (exit code 2): `msg` names what was wrong and what is allowed.
@@ -162,7 +163,7 @@ pub fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         for r in path.iter().flat_map(|p| journal::restore_own(p)) {
-            eprintln!("schedlab: {r}");
+            eprintln!("schedlab: {}", message(&r.to_string()));
         }
         previous(info);
     }));
@@ -172,7 +173,7 @@ pub fn install_panic_hook() {
 /// experiments' cgroups and process groups). Put back and killed now, and said.
 pub fn clean_up_after_the_dead() {
     for line in contain::clean_stale() {
-        eprintln!("schedlab: {line}");
+        eprintln!("schedlab: {}", message(&line));
     }
     let Ok(path) = journal::default_path() else {
         // An unusable state directory: the command that needs it says why.
@@ -184,13 +185,13 @@ pub fn clean_up_after_the_dead() {
                 "schedlab: an earlier schedlab (pid {pid}) left knobs changed; restoring them:"
             );
             for r in restored {
-                eprintln!("schedlab:   {r}");
+                eprintln!("schedlab:   {}", message(&r.to_string()));
             }
         }
         Ok(None) => {}
         // Another schedlab is running: it restores its own knobs.
         Err(e) if crate::error::kind_of(&e) == Some(Kind::Locked) => {}
         Err(e) if e.to_string().contains("is running and owns") => {}
-        Err(e) => eprintln!("schedlab: {e:#}"),
+        Err(e) => eprintln!("schedlab: {}", message(&format!("{e:#}"))),
     }
 }

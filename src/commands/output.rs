@@ -4,6 +4,8 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result};
 
+use crate::safe_text;
+
 /// JSON to stdout (`-`) or a file (then the table on stdout too), else the table.
 pub fn print_report<T: serde::Serialize>(
     json: Option<&str>,
@@ -20,23 +22,25 @@ pub fn print_report<T: serde::Serialize>(
     }
 }
 
-/// The report as a JSON document: its fields and the header (`report::meta`).
+/// The report as a JSON document: its fields and the header (`report::meta`), with
+/// every control character in its strings escaped (it may be printed on a terminal).
 pub fn json_text<T: serde::Serialize>(report: &T) -> Result<String> {
-    Ok(serde_json::to_string_pretty(&crate::report::meta::stamp(
-        report,
-    )?)?)
+    let text = serde_json::to_string_pretty(&crate::report::meta::stamp(report)?)?;
+    Ok(safe_text::json(&text).into_owned())
 }
 
 /// The report's JSON document into the file at `path`.
 pub fn write_json<T: serde::Serialize>(path: &str, report: &T) -> Result<()> {
-    std::fs::write(path, json_text(report)?).with_context(|| format!("writing {path}"))
+    crate::outfile::write(path.as_ref(), json_text(report)?.as_bytes())
+        .with_context(|| format!("writing {path}"))
 }
 
-/// Print to stdout; a closed pipe (`| head`) is not an error.
+/// Print to stdout; a closed pipe (`| head`) is not an error. Names and notes in the
+/// text may come from anybody's file: nothing in it reaches the terminal as a control.
 pub fn emit(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
-        .write_all(text.as_bytes())
+        .write_all(safe_text::block(text).as_bytes())
         .and_then(|()| stdout.flush())
     {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

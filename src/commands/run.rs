@@ -51,7 +51,7 @@ pub fn run_command(args: RunArgs) -> Result<()> {
     if args.json.as_deref() == Some("-") || csv_to_stdout {
         // The table (with its warnings) is not printed: say on stderr what was refused.
         for w in &report.warnings {
-            eprintln!("schedlab: warning: {w}");
+            eprintln!("schedlab: warning: {}", crate::safe_text::message(w));
         }
     }
     if csv_to_stdout {

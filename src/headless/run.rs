@@ -133,8 +133,8 @@ pub fn run_live(
             live.push_trace(&tb);
         }
     }
-    if let Some(w) = csv.as_mut() {
-        w.flush()?;
+    if let Some(w) = csv.take() {
+        w.finish()?;
     }
     let mut report = run_report(
         &finished,

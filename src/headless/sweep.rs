@@ -25,7 +25,8 @@ pub fn sweep(
     let (mut duration_s, mut summary_from_s) = (0.0, 0.0);
     let progress = crate::report::progress::steps("sweep", values.len() as u64, true);
     for value in values {
-        progress.set_message(format!("{knob}={value}"));
+        // Drawn on the terminal: the value is the command line's, escaped.
+        progress.set_message(crate::safe_text::echo(&format!("{knob}={value}")));
         if opts.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;

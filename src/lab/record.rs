@@ -181,20 +181,20 @@ impl Drop for FileRecorder {
     }
 }
 
+/// The longest line a recording may have. A batch of hundreds of tasks with their
+/// histograms is well under a MiB; without a bound, a file whose size on disk says
+/// nothing (/proc/self/pagemap: 0 bytes, then zeros for gigabytes) fills memory with
+/// one line.
+const MAX_LINE_BYTES: u64 = 64 << 20;
+
 /// Read a recording: every record in time order. Unknown kinds are skipped; a torn
 /// last line (a recording cut short) is ignored.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
-    let file = File::open(path).with_context(|| format!("opening recording {}", path.display()))?;
-    let len = file.metadata()?.len();
-    if len > crate::input::MAX_RECORDING_BYTES {
-        bail!(
-            "{} is {len} bytes; replay reads recordings of at most {} bytes",
-            path.display(),
-            crate::input::MAX_RECORDING_BYTES
-        );
-    }
-    let mut lines = BufReader::new(file).lines();
-    let first = lines.next().transpose()?.unwrap_or_default();
+    let name = format!("recording {}", path.display());
+    let file = crate::input::open_bounded(path, crate::input::MAX_RECORDING_BYTES, &name)
+        .with_context(|| format!("cannot replay {}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let first = next_line(&mut reader, &name)?.unwrap_or_default();
     let header: Header = serde_json::from_str(&first).map_err(|_| {
         anyhow::anyhow!(
             "{} is not a schedlab recording (no header line)",
@@ -209,8 +209,7 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
         );
     }
     let mut out = Vec::new();
-    for line in lines {
-        let line = line?;
+    while let Some(line) = next_line(&mut reader, &name)? {
         if let Ok(r) = serde_json::from_str::<Record>(&line) {
             out.push(r);
         }
@@ -220,6 +219,26 @@ pub fn read(path: &Path) -> Result<Vec<Record>> {
     }
     out.sort_by_key(Record::t_ns);
     Ok(out)
+}
+
+/// The next line of `reader` without its line break, None at the end; a line longer
+/// than [`MAX_LINE_BYTES`] is an error. Bytes that are not UTF-8 (a line torn in the
+/// middle of a character) make a line that parses as no record.
+fn next_line<R: BufRead>(reader: &mut R, name: &str) -> Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = std::io::Read::take(reader, MAX_LINE_BYTES + 1)
+        .read_until(b'\n', &mut buf)
+        .with_context(|| format!("reading {name}"))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.len() as u64 > MAX_LINE_BYTES {
+        bail!("{name} has a line of more than {MAX_LINE_BYTES} bytes; allowed at most {MAX_LINE_BYTES} per line");
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
 #[cfg(test)]

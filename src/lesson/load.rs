@@ -261,9 +261,10 @@ fn parse_pace(d: &str) -> Result<Pace, Invalid> {
     if d.trim() == "key" {
         return Ok(Pace::Key);
     }
+    // The parser's message quotes the value already.
     let dur = parse_duration(d).map_err(|e| {
         Invalid(format!(
-            "duration \"{d}\": {e} (or \"key\": the step waits for the right arrow)"
+            "{e} (or \"key\": the step waits for the right arrow)"
         ))
     })?;
     if !(STEP_MIN..=STEP_MAX).contains(&dur) {

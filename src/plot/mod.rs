@@ -219,20 +219,29 @@ fn save(path: &Path, size: (u32, u32), figure: &Figure) -> Result<()> {
             let backend = text::Crisp::new(BitMapBackend::with_buffer(&mut rgb, size), font);
             draw_on(backend.into_drawing_area(), figure).and_then(|()| write_png(path, size, &rgb))
         }
-        Format::Svg => draw_on(SVGBackend::new(path, size).into_drawing_area(), figure),
+        Format::Svg => {
+            // Drawn into a string, then written as every output file is (outfile).
+            let mut svg = String::new();
+            draw_on(
+                SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+                figure,
+            )
+            .and_then(|()| Ok(crate::outfile::write(path, svg.as_bytes())?))
+        }
     };
     written.with_context(|| format!("writing plot {}", path.display()))
 }
 
 /// `rgb` (8-bit RGB rows, top first) as a PNG file at `path`.
 fn write_png(path: &Path, size: (u32, u32), rgb: &[u8]) -> Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut encoder = png::Encoder::new(file, size.0, size.1);
+    let mut file = std::io::BufWriter::new(crate::outfile::OutFile::create(path)?);
+    let mut encoder = png::Encoder::new(&mut file, size.0, size.1);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     let mut writer = encoder.write_header()?;
     writer.write_image_data(rgb)?;
     writer.finish()?;
+    file.into_inner().map_err(|e| e.into_error())?.commit()?;
     Ok(())
 }
 

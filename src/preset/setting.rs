@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::Invalid;
+use crate::safe_text::echo;
 
 pub(crate) use crate::workload::MAX_COUNT;
 
@@ -122,27 +123,56 @@ pub fn parse_sweep(s: &str) -> Result<(String, Vec<String>), Invalid> {
     Ok((knob.to_string(), values))
 }
 
-/// A duration as users write it: `10s`, `100ms`, `1.5s`, `250us`, or plain ns.
+/// The longest duration schedlab takes anywhere: a year. Every field has a narrower
+/// range of its own; this one keeps the arithmetic on durations (deadlines, sums,
+/// nanoseconds in a u64) clear of overflow whatever a file or argument says.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How [`MAX_DURATION`] is written in errors.
+const MAX_DURATION_TEXT: &str = "365d";
+
+/// A duration as users write it: `10s`, `1.5s`, `100ms`, `250us`, `500ns`, `1h 30m`;
+/// 0s..365d. A bare number is refused (is `10` seconds or nanoseconds?), except `0`,
+/// which is the same in every unit.
 pub fn parse_duration(s: &str) -> Result<Duration, Invalid> {
     let t = s.trim();
-    if let Ok(ns) = t.parse::<u64>() {
-        return Ok(Duration::from_nanos(ns));
+    let out_of_range = || {
+        Invalid(format!(
+            "duration \"{}\" is out of range: allowed 0s..{MAX_DURATION_TEXT}",
+            echo(s)
+        ))
+    };
+    if let Ok(n) = t.parse::<f64>() {
+        if n == 0.0 {
+            return Ok(Duration::ZERO);
+        }
+        return Err(Invalid(format!(
+            "bad duration \"{}\": add a unit: 10s, 100ms",
+            echo(s)
+        )));
     }
-    if let Some(secs) = t
+    let parsed = match t
         .strip_suffix('s')
         .filter(|x| !x.ends_with(['m', 'u', 'n', 'µ']))
+        .and_then(|secs| secs.parse::<f64>().ok())
+        .filter(|f| !f.is_nan())
     {
-        if let Ok(f) = secs.parse::<f64>() {
-            if f.is_finite() && f >= 0.0 {
-                return Ok(Duration::from_secs_f64(f));
-            }
-        }
+        // Checked as a float first: from_secs_f64 panics beyond u64 seconds.
+        Some(f) if f < 0.0 => Err(out_of_range()),
+        Some(f) if f > MAX_DURATION.as_secs_f64() => Err(out_of_range()),
+        Some(f) => Ok(Duration::from_secs_f64(f)),
+        None => humantime::parse_duration(t).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => out_of_range(),
+            _ => Invalid(format!(
+                "bad duration \"{}\": expected e.g. 10s, 1.5s, 100ms, 250us or 500ns",
+                echo(s)
+            )),
+        }),
+    };
+    match parsed? {
+        d if d > MAX_DURATION => Err(out_of_range()),
+        d => Ok(d),
     }
-    humantime::parse_duration(t).map_err(|_| {
-        Invalid(format!(
-            "bad duration \"{s}\": expected e.g. 10s, 1.5s, 100ms, 250us or ns"
-        ))
-    })
 }
 
 /// A duration in whole nanoseconds; errors name the `field` it was given for.
@@ -289,7 +319,8 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("3000"), Ok(Duration::from_nanos(3000)));
+        assert_eq!(parse_duration("3000ns"), Ok(Duration::from_nanos(3000)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("soon").unwrap_err().0.contains("10s"));
         assert!(parse_duration("-1s").is_err());
     }

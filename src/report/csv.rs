@@ -1,7 +1,6 @@
 //! The sampled time series as CSV: one row per task per sample, and a row of its own for
 //! each knob change.
 
-use std::fs::File;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -10,6 +9,7 @@ use serde::Serialize;
 use super::EventReport;
 use crate::lab::experiment::KnobEvent;
 use crate::lab::store::TaskRates;
+use crate::outfile::OutFile;
 use crate::sampler::parse::policy_name;
 use crate::sampler::TaskSample;
 use crate::trace::TaskInterval;
@@ -72,16 +72,41 @@ impl<'a> CsvRow<'a> {
 
 /// A CSV file being written as a run goes.
 pub struct CsvWriter {
-    w: ::csv::Writer<Box<dyn std::io::Write>>,
+    w: ::csv::Writer<Out>,
+}
+
+/// Where the rows go.
+enum Out {
+    Stdout(std::io::Stdout),
+    /// Put in place when the run is done ([`CsvWriter::finish`]).
+    File(OutFile),
+}
+
+impl std::io::Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Stdout(s) => s.write(buf),
+            Out::File(f) => f.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Stdout(s) => s.flush(),
+            Out::File(f) => f.flush(),
+        }
+    }
 }
 
 impl CsvWriter {
     /// A CSV file at `path`, or stdout for `-`.
     pub fn create(path: &Path) -> Result<CsvWriter> {
-        let out: Box<dyn std::io::Write> = if path == Path::new("-") {
-            Box::new(std::io::stdout())
+        let out = if path == Path::new("-") {
+            Out::Stdout(std::io::stdout())
         } else {
-            Box::new(File::create(path).with_context(|| format!("creating {}", path.display()))?)
+            Out::File(
+                OutFile::create(path).with_context(|| format!("creating {}", path.display()))?,
+            )
         };
         Ok(CsvWriter {
             w: ::csv::Writer::from_writer(out),
@@ -135,7 +160,12 @@ impl CsvWriter {
         Ok(())
     }
 
-    pub fn flush(&mut self) -> Result<()> {
-        self.w.flush().context("writing the CSV")
+    /// Every row written: the file takes its place.
+    pub fn finish(self) -> Result<()> {
+        match self.w.into_inner().map_err(|e| e.into_error())? {
+            Out::Stdout(mut s) => std::io::Write::flush(&mut s),
+            Out::File(f) => f.commit(),
+        }
+        .context("writing the CSV")
     }
 }

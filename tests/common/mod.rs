@@ -13,6 +13,7 @@ pub fn exe() -> PathBuf {
 }
 
 pub mod documents;
+pub mod hostile;
 pub mod tmux;
 
 /// The unit tests' helpers, the same file: one definition of the machine-wide lock and
