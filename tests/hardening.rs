@@ -103,7 +103,24 @@ fn a_symlink_planted_at_the_knob_lock_is_not_followed() {
     let state = tempfile::tempdir().expect("state dir");
     let target = state.path().join("precious");
     std::fs::write(&target, "keep me").expect("write");
-    std::os::unix::fs::symlink(&target, state.path().join("knobs.lock")).expect("symlink");
+    // The lock is the machine's, at one path whatever the state directory: planted
+    // there (and taken away again, pass or fail).
+    let lock = schedlab::knob::journal::lock_path().expect("the lock's path");
+    let _ = std::fs::remove_file(&lock);
+    std::os::unix::fs::symlink(&target, &lock).expect("symlink");
+    struct Unplant(PathBuf);
+    impl Drop for Unplant {
+        fn drop(&mut self) {
+            if self
+                .0
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+    let _unplant = Unplant(lock);
     let journal = state.path().join("journal.jsonl");
     // The write needs the lock; autogroup is set to the value it has (changes nothing).
     let now = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::knob::journal::Changed;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::lab::experiment::{self, Experiment};
 use crate::lab::live::Live;
@@ -119,7 +120,8 @@ pub fn run_live(
     if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
         panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
     }
-    let interrupted = drive(&mut exp, &mut live, opts, sys, &mut csv)?;
+    let mut changed = Vec::new();
+    let interrupted = drive(&mut exp, &mut live, opts, sys, &mut csv, &mut changed)?;
     let mut finished = exp.stop();
     // What the trace saw after the last round.
     if let Some(t) = finished.trace.as_mut() {
@@ -139,6 +141,12 @@ pub fn run_live(
             interrupted,
         },
     );
+    // A system knob changed under the run: what was measured since is not the setting's.
+    for c in changed {
+        report.warnings.push(c.to_string());
+        report.refused.push(c.to_string());
+        report.partial = true;
+    }
     if let Some(path) = &opts.trace_out {
         if write_timeline(&mut report, &finished, path)?.is_none() {
             report.warnings.push(format!(
@@ -151,13 +159,16 @@ pub fn run_live(
 }
 
 /// Take in rounds and apply the `--at` changes until the run's time is up, its tasks are
-/// gone or a signal came; returns whether it was interrupted.
+/// gone or a signal came; returns whether it was interrupted. Every round also looks
+/// whether a system knob schedlab wrote was changed by someone else (into `changed`,
+/// once per knob).
 fn drive(
     exp: &mut Experiment,
     live: &mut Live,
     opts: &RunOptions,
     sys: &mut SystemKnobs,
     csv: &mut Option<CsvWriter>,
+    changed: &mut Vec<Changed>,
 ) -> Result<bool> {
     let mut pending: Vec<(Duration, Setting)> = opts.at.clone();
     pending.sort_by_key(|(t, _)| *t);
@@ -185,6 +196,11 @@ fn drive(
                     &points,
                     &live.store.latest_trace(),
                 )?;
+            }
+            for c in sys.journal.changed_under() {
+                if !changed.iter().any(|seen| seen.path == c.path) {
+                    changed.push(c);
+                }
             }
             let last = exp.is_last(&polled.batch);
             exp.recycle(polled.batch);

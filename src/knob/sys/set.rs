@@ -83,7 +83,11 @@ fn journaled_write(
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            result => return result.map_err(|e| write_error(knob, path, value, e)),
+            result => {
+                result.map_err(|e| write_error(knob, path, value, e))?;
+                ctx.journal.wrote(&knob.name(), path);
+                return Ok(());
+            }
         }
     }
 }
