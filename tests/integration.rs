@@ -15,6 +15,7 @@ mod conventions;
 mod hardening;
 mod knobs;
 mod lesson;
+mod limits;
 mod measurement;
 mod plot_compare;
 mod pmqos;
