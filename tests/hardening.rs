@@ -458,7 +458,7 @@ fn a_mount_schedlab_did_not_make_is_never_unmounted() {
 }
 
 #[test]
-fn a_cgroup_preset_beside_a_knob_holding_run_is_flagged_not_quietly_wrong() {
+fn a_cgroup_preset_beside_a_knob_holding_run_is_refused_before_it_starts() {
     if !common::require("root", common::is_root()) {
         return;
     }
@@ -490,12 +490,18 @@ fn a_cgroup_preset_beside_a_knob_holding_run_is_flagged_not_quietly_wrong() {
         .env("SCHEDLAB_JOURNAL", dir.path().join("j2"))
         .output()
         .expect("cgroup run");
+    let holder_pid = holder.id();
     drop(holder);
     let text = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{text}{stderr}");
-    assert!(text.contains("running without cgroups"), "{text}");
-    assert!(text.contains("NOT THE EXPERIMENT"), "{text}");
+    // The lock's own exit code, before anything started (it used to run without its
+    // cgroups and exit 3, "the kernel refused").
+    assert_eq!(out.status.code(), Some(4), "{text}{stderr}");
+    assert!(
+        stderr.contains(&format!("another schedlab (pid {holder_pid})")),
+        "{stderr}"
+    );
+    assert!(text.is_empty(), "nothing ran: {text}");
 }
 
 #[test]

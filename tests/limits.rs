@@ -142,3 +142,170 @@ fn a_run_killed_within_milliseconds_of_its_start_leaves_nothing_after_restore_or
         assert!(tmp.is_empty(), "after `schedlab {next}`: {tmp:#?}");
     }
 }
+
+/// A preset file whose headline is task "a"'s share, with `tasks` as its [[task]]s.
+fn preset_with(tasks: &str) -> String {
+    format!(
+        "name = \"limits\"\nsummary = \"x\"\nnote = \"x\"\n[metric]\nheadline = \"share\"\ntask = \"a\"\n{tasks}"
+    )
+}
+
+/// One input the README's limits refuse: files to write (name, text), the arguments
+/// (`{dir}` is where the files are), and what the one line must say.
+struct Refused {
+    files: Vec<(&'static str, String)>,
+    args: &'static [&'static str],
+    says: &'static str,
+}
+
+fn refused_inputs() -> Vec<Refused> {
+    let spin = |name: &str| format!("[[task]]\nname = \"{name}\"\nworker = \"spin\"\n");
+    let many: String = std::iter::once(spin("a"))
+        .chain((1..300).map(|i| spin(&format!("t{i}"))))
+        .collect();
+    vec![
+        // No cap on the total forked a process per [[task]] (10,000 of them).
+        Refused {
+            files: vec![("many.toml", preset_with(&many))],
+            args: &["run", "{dir}/many.toml", "--duration", "1s"],
+            says: "300 tasks in all: allowed at most 256",
+        },
+        // "data did not match any variant of untagged enum RawNice".
+        Refused {
+            files: vec![(
+                "nice.toml",
+                preset_with(&format!("{}nice = 9223372036854775807\n", spin("a"))),
+            )],
+            args: &["run", "{dir}/nice.toml", "--duration", "1s"],
+            says: "nice 9223372036854775807 is out of range: allowed -20..19",
+        },
+        // Started, then exit 3 ("running without cgroups").
+        Refused {
+            files: vec![],
+            args: &[
+                "run",
+                "cgroup-fairness",
+                "--duration",
+                "1s",
+                "--set",
+                "cgroup.crowd.rt_runtime_us=99999999",
+            ],
+            says: "cgroup.crowd.rt_runtime_us=99999999: allowed 0..",
+        },
+        // Loaded, refused only when played, and the lesson exited 0.
+        Refused {
+            files: vec![(
+                "unthrottled.toml",
+                "name = \"unthrottled\"\ntitle = \"x\"\npreset = \"rt-throttle\"\n[[step]]\ncaption = \"Throttling off.\"\nset = [\"sys.rt_runtime_us=-1\"]\nlook = \"column:cpu\"\nduration = \"2s\"\n".into(),
+            )],
+            args: &["lesson", "{dir}/unthrottled.toml", "--headless"],
+            says: "a lesson may not turn RT throttling off while its preset runs RT tasks",
+        },
+        // The same on the command line was refused by the kernel layer after the start
+        // (exit 1).
+        Refused {
+            files: vec![],
+            args: &[
+                "run",
+                "rt-throttle",
+                "--duration",
+                "1s",
+                "--set",
+                "sys.rt_runtime_us=-1",
+            ],
+            says: "pass --allow-unthrottled-rt to insist",
+        },
+        // Silently ignored, while priority= on the same task is refused.
+        Refused {
+            files: vec![(
+                "runtime.toml",
+                preset_with(&format!("{}runtime = \"1ms\"\n", spin("a"))),
+            )],
+            args: &["run", "{dir}/runtime.toml", "--duration", "1s"],
+            says: "runtime applies only to policy deadline; other takes no runtime",
+        },
+        Refused {
+            files: vec![],
+            args: &[
+                "run",
+                "pipe-wakeup",
+                "--duration",
+                "1s",
+                "--set",
+                "reader.period=10ms",
+            ],
+            says: "period applies only to policy deadline",
+        },
+        // Silently never applied.
+        Refused {
+            files: vec![],
+            args: &[
+                "run",
+                "pipe-wakeup",
+                "--duration",
+                "1s",
+                "--at",
+                "5s:reader.nice=3",
+            ],
+            says: "--at 5s:reader.nice=3: 5s is not within the run",
+        },
+        // The kernel's EINVAL, explained as "need runtime <= deadline <= period", which
+        // 1h/1h/1h satisfies: the period is above the kernel's maximum.
+        Refused {
+            files: vec![(
+                "deadline.toml",
+                preset_with(&format!(
+                    "{}policy = \"deadline\"\nruntime = \"1h\"\ndeadline = \"1h\"\nperiod = \"1h\"\n",
+                    spin("a")
+                )),
+            )],
+            args: &["run", "{dir}/deadline.toml", "--duration", "1s"],
+            says: "deadline period 1h is out of range: allowed 100us..",
+        },
+    ]
+}
+
+#[test]
+fn input_outside_the_documented_limits_is_refused_before_anything_starts() {
+    // Before the fixes some of these started workloads.
+    let _guard = common::serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Every case is tried and every wrong one named, not only the first.
+    let mut wrong = Vec::new();
+    for case in refused_inputs() {
+        for (name, text) in &case.files {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        let args: Vec<String> = case
+            .args
+            .iter()
+            .map(|a| a.replace("{dir}", &dir.path().display().to_string()))
+            .collect();
+        let started = Instant::now();
+        let out = Command::new(common::exe())
+            .args(&args)
+            .output()
+            .expect("schedlab");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let refused_at_once = out.status.code() == Some(2)
+            && stderr.contains(case.says)
+            && stderr.trim().lines().count() == 1
+            && out.stdout.is_empty()
+            && started.elapsed() < Duration::from_secs(10);
+        if !refused_at_once {
+            wrong.push(format!(
+                "{}: exit {:?} after {:.1?}, stdout {} bytes, stderr: {}",
+                args.join(" "),
+                out.status.code(),
+                started.elapsed(),
+                out.stdout.len(),
+                stderr.trim()
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "not refused at once with exit 2 and one line naming what is allowed:\n{}",
+        wrong.join("\n")
+    );
+}

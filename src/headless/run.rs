@@ -47,6 +47,9 @@ pub struct RunOptions {
     pub trace_out: Option<PathBuf>,
     /// Which sched_waking events the trace asks the kernel for.
     pub wakings: crate::trace::Wakings,
+    /// `--allow-unthrottled-rt`: the checks before the run let `sys.rt_runtime_us=-1`
+    /// beside RT tasks through.
+    pub allow_unthrottled_rt: bool,
 }
 
 impl RunOptions {
@@ -65,6 +68,7 @@ impl RunOptions {
             trace: false,
             trace_out: None,
             wakings: crate::trace::Wakings::CrossCpu,
+            allow_unthrottled_rt: false,
         }
     }
 

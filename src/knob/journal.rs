@@ -702,9 +702,20 @@ impl Journal {
         })
     }
 
+    /// Take the knob lock now, for a run that will write knobs: a lock another
+    /// schedlab holds is found before anything starts, not after the workload runs.
+    pub fn hold_lock(&mut self) -> Result<()> {
+        if self.lock.is_none() {
+            self.lock = Some(KnobLock::acquire()?);
+        }
+        Ok(())
+    }
+
     /// Undo everything, newest first; the journal file goes once all is restored.
     pub fn restore(&mut self) -> Vec<Restored> {
         if self.entries.is_empty() && self.file.is_none() {
+            // Nothing was written: a lock taken ahead ([`Journal::hold_lock`]) goes.
+            self.lock = None;
             return Vec::new();
         }
         if self.file.is_some() && !self.path.exists() {
