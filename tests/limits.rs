@@ -236,6 +236,22 @@ fn refused_inputs() -> Vec<Refused> {
             ],
             says: "period applies only to policy deadline",
         },
+        Refused {
+            files: vec![],
+            args: &[
+                "compare",
+                "pipe-wakeup",
+                "--a",
+                "reader.runtime=1ms",
+                "--b",
+                "reader.nice=1",
+                "--rounds",
+                "1",
+                "--duration",
+                "1s",
+            ],
+            says: "runtime applies only to policy deadline",
+        },
         // Silently never applied.
         Refused {
             files: vec![],

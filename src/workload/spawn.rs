@@ -63,8 +63,8 @@ pub struct Workload {
     shm: Arc<Shm>,
     procs: Vec<Proc>,
     pub tasks: Vec<RunningTask>,
-    /// Holds every process of the workload (declared before `dir`: it is emptied and
-    /// unregistered before the run directory goes).
+    /// Holds every process of the workload, and lists `dir` in the run registry (dropped
+    /// before `dir`: it empties itself, removes the run directory, then unlists both).
     container: Container,
     dir: tempfile::TempDir,
 }
