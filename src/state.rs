@@ -17,10 +17,22 @@ pub struct StateError(pub String);
 /// `$XDG_RUNTIME_DIR/schedlab`, else `/tmp/schedlab-UID`; created 0700 when missing and
 /// refused unless it is a real directory owned by this user that nobody else can write.
 pub fn dir() -> Result<PathBuf, StateError> {
+    match std::env::var_os("SCHEDLAB_STATE_DIR").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            let path = PathBuf::from(p);
+            ensure_dir(&path, nix::unistd::geteuid().as_raw())?;
+            Ok(path)
+        }
+        None => machine_dir(),
+    }
+}
+
+/// The state directory as if `$SCHEDLAB_STATE_DIR` were unset: the one place for what
+/// is one per machine (the knob lock), so two schedlabs with state directories of their
+/// own still meet there.
+pub fn machine_dir() -> Result<PathBuf, StateError> {
     let uid = nix::unistd::geteuid().as_raw();
-    let path = if let Some(p) = std::env::var_os("SCHEDLAB_STATE_DIR").filter(|p| !p.is_empty()) {
-        PathBuf::from(p)
-    } else if uid == 0 && Path::new("/run").is_dir() {
+    let path = if uid == 0 && Path::new("/run").is_dir() {
         PathBuf::from("/run/schedlab")
     } else if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
         let runtime = PathBuf::from(runtime);

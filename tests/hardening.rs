@@ -103,7 +103,24 @@ fn a_symlink_planted_at_the_knob_lock_is_not_followed() {
     let state = tempfile::tempdir().expect("state dir");
     let target = state.path().join("precious");
     std::fs::write(&target, "keep me").expect("write");
-    std::os::unix::fs::symlink(&target, state.path().join("knobs.lock")).expect("symlink");
+    // The lock is the machine's, at one path whatever the state directory: planted
+    // there (and taken away again, pass or fail).
+    let lock = schedlab::knob::journal::lock_path().expect("the lock's path");
+    let _ = std::fs::remove_file(&lock);
+    std::os::unix::fs::symlink(&target, &lock).expect("symlink");
+    struct Unplant(PathBuf);
+    impl Drop for Unplant {
+        fn drop(&mut self) {
+            if self
+                .0
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+    let _unplant = Unplant(lock);
     let journal = state.path().join("journal.jsonl");
     // The write needs the lock; autogroup is set to the value it has (changes nothing).
     let now = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
@@ -441,7 +458,7 @@ fn a_mount_schedlab_did_not_make_is_never_unmounted() {
 }
 
 #[test]
-fn a_cgroup_preset_beside_a_knob_holding_run_is_flagged_not_quietly_wrong() {
+fn a_cgroup_preset_beside_a_knob_holding_run_is_refused_before_it_starts() {
     if !common::require("root", common::is_root()) {
         return;
     }
@@ -473,12 +490,18 @@ fn a_cgroup_preset_beside_a_knob_holding_run_is_flagged_not_quietly_wrong() {
         .env("SCHEDLAB_JOURNAL", dir.path().join("j2"))
         .output()
         .expect("cgroup run");
+    let holder_pid = holder.id();
     drop(holder);
     let text = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{text}{stderr}");
-    assert!(text.contains("running without cgroups"), "{text}");
-    assert!(text.contains("NOT THE EXPERIMENT"), "{text}");
+    // The lock's own exit code, before anything started (it used to run without its
+    // cgroups and exit 3, "the kernel refused").
+    assert_eq!(out.status.code(), Some(4), "{text}{stderr}");
+    assert!(
+        stderr.contains(&format!("another schedlab (pid {holder_pid})")),
+        "{stderr}"
+    );
+    assert!(text.is_empty(), "nothing ran: {text}");
 }
 
 #[test]

@@ -1082,6 +1082,89 @@ fn two_schedlabs_never_change_knobs_at_once_even_with_different_journals() {
     assert_eq!(read(RT_RUNTIME), _g.was(RT_RUNTIME));
 }
 
+#[test]
+fn two_schedlabs_never_change_knobs_at_once_even_with_different_state_directories() {
+    let Some(_g) = guard() else { return };
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    // Each with a state directory (and so a journal) of its own: the knob lock is still
+    // the machine's one.
+    let first = Running(
+        Command::new(common::exe())
+            .args(["run", "rt-throttle", "--duration", "30s"])
+            .args(["--set", "sys.rt_runtime_us=600000"])
+            .env("SCHEDLAB_STATE_DIR", a.path())
+            .env_remove("SCHEDLAB_JOURNAL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    );
+    assert!(wait_for_value(RT_RUNTIME, "600000"), "the first run set it");
+    let out = Command::new(common::exe())
+        .args(["run", "rt-throttle", "--duration", "1s"])
+        .args(["--set", "sys.rt_runtime_us=700000"])
+        .env("SCHEDLAB_STATE_DIR", b.path())
+        .env_remove("SCHEDLAB_JOURNAL")
+        .output()
+        .expect("second run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "the lock-held exit code: {err}");
+    assert!(
+        err.contains(&format!("another schedlab (pid {})", first.id())),
+        "{err}"
+    );
+    assert_eq!(read(RT_RUNTIME), "600000", "the second one changed nothing");
+    assert!(!b.path().join("journal.jsonl").exists(), "nor journaled it");
+    drop(first);
+    assert_eq!(
+        read(RT_RUNTIME),
+        _g.was(RT_RUNTIME),
+        "the first one restored it"
+    );
+    assert!(!a.path().join("journal.jsonl").exists());
+}
+
+#[test]
+fn a_system_knob_changed_under_a_run_is_reported_and_the_run_is_not_the_experiment() {
+    let Some(_g) = guard() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let j = journal_path(&dir);
+    let run = common::Spawned::spawn(
+        schedlab_with_journal(&j)
+            .args(["run", "pipe-wakeup", "--duration", "3s", "--json", "-"])
+            .args(["--set", "sys.rt_runtime_us=800000"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        Some(&j),
+    );
+    assert!(wait_for_value(RT_RUNTIME, "800000"), "the run set it");
+    // An admin raises it meanwhile (raising the sysctl is allowed whatever the root
+    // cgroup's RT runtime is).
+    std::fs::write(RT_RUNTIME, "850000").expect("write the sysctl");
+    let out = run.into_inner().wait_with_output().expect("the run ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "not the experiment: {stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("the JSON report");
+    let said = format!("{}", report["refused"]);
+    assert!(
+        said.contains("sys.rt_runtime_us was changed by someone else")
+            && said.contains("schedlab set 800000")
+            && said.contains("holds 850000"),
+        "{said}"
+    );
+    assert_eq!(report["partial"], true);
+    assert_eq!(
+        read(RT_RUNTIME),
+        _g.was(RT_RUNTIME),
+        "restored all the same"
+    );
+    assert!(!j.exists());
+}
+
 /// A preset file of tasks that each run `sleep 30` (settings reach real tasks that cost
 /// no CPU), with extra TOML lines per task: `(name, lines)`.
 fn sleepers_preset(dir: &Path, tasks: &[(&str, &str)]) -> PathBuf {

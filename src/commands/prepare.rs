@@ -42,6 +42,13 @@ pub fn prepare(preset: Option<&str>, duration: &str, headless: &HeadlessArgs) ->
         opts.wakings = crate::trace::Wakings::All;
     }
     opts.stop = stop;
+    opts.allow_unthrottled_rt = headless.system.allow_unthrottled_rt;
+    for (knob, s) in &shaped.system_sets {
+        let set = SysSetting::parse(knob.clone(), &s.value).map_err(usage)?;
+        if sys::unthrottled_with_rt(&set, shaped.preset.rt_tasks(), opts.allow_unthrottled_rt) {
+            return Err(usage(sys::UNTHROTTLED_WITH_RT));
+        }
+    }
     opts.overrides = shaped.overrides;
     opts.system_sets = shaped.system_sets;
     Ok(Prepared {
@@ -128,7 +135,9 @@ pub fn shape(mut preset: Preset, args: &SettingsArgs) -> Result<Shaped> {
     )
     .map_err(usage)?;
     preset.apply_all(&task_sets).map_err(usage)?;
+    preset.check_deadline_fields().map_err(usage)?;
     preset.tasks(&crate::system::online_cpus()).map_err(usage)?;
+    crate::knob::cgroup::precheck(&preset.cgroups).map_err(usage)?;
     Ok(Shaped {
         preset,
         overrides,
@@ -187,13 +196,16 @@ pub fn check_later(preset: &Preset, opts: &RunOptions, s: &Setting) -> Result<()
             .map(|(k, s)| SysSetting::parse(k.clone(), &s.value))
             .collect::<Result<Vec<_>, _>>()
             .map_err(usage)?;
+        if sys::unthrottled_with_rt(&later, preset.rt_tasks(), opts.allow_unthrottled_rt) {
+            return Err(usage(sys::UNTHROTTLED_WITH_RT));
+        }
         sets.push(later);
         sys::precheck(&sets, &sys::Probe::detect()).map_err(usage)?;
     } else {
-        preset
-            .clone()
-            .apply_all(std::slice::from_ref(s))
-            .map_err(usage)?;
+        let mut changed = preset.clone();
+        changed.apply_all(std::slice::from_ref(s)).map_err(usage)?;
+        changed.check_deadline_fields().map_err(usage)?;
+        crate::knob::cgroup::precheck(&changed.cgroups).map_err(usage)?;
     }
     Ok(())
 }

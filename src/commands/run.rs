@@ -36,7 +36,14 @@ pub fn run_command(args: RunArgs) -> Result<()> {
         mut opts,
         mut system,
     } = prepare(args.preset.as_deref(), &args.duration, &args.headless)?;
-    for (_, s) in &at {
+    for (a, (t, s)) in args.at.iter().zip(&at) {
+        if *t >= opts.duration {
+            return Err(usage(format!(
+                "--at {a}: {} is not within the run: allowed 0s up to (not including) --duration ({})",
+                humantime::format_duration(*t),
+                humantime::format_duration(opts.duration)
+            )));
+        }
         check_later(&preset, &opts, s)?;
     }
     opts.at = at;

@@ -8,7 +8,8 @@ use crate::error::Invalid;
 use crate::headless::run::{run, Failed, RunOptions};
 use crate::knob::sys::SysKnob;
 use crate::knob::sys::SystemKnobs;
-use crate::lab::session::split;
+use crate::knob::sys::{unthrottled_with_rt, UNTHROTTLED_WITH_RT};
+use crate::lab::session::{split, split_typed, untyped};
 use crate::preset::setting::{parse_list, Setting};
 use crate::preset::Preset;
 use crate::report::compare::{CompareReport, Compared, Round, Runs};
@@ -39,10 +40,21 @@ pub fn prepare_side(
     opts: &RunOptions,
     settings: &[Setting],
 ) -> Result<(Preset, RunOptions), Invalid> {
-    let (task_sets, system_sets) = split(settings)?;
+    let (task_sets, typed) = split_typed(settings)?;
     let mut p = preset.clone();
     p.apply_all(&task_sets)?;
+    p.check_deadline_fields()?;
+    crate::knob::cgroup::precheck(&p.cgroups)?;
     p.tasks(&crate::system::online_cpus())?;
+    // The same checks as a run's `--set`s, before any run.
+    let rt_tasks = p.rt_tasks();
+    if typed
+        .iter()
+        .any(|(set, _)| unthrottled_with_rt(set, rt_tasks, opts.allow_unthrottled_rt))
+    {
+        return Err(Invalid::new(UNTHROTTLED_WITH_RT));
+    }
+    let system_sets = untyped(typed);
     let mut o = opts.clone();
     o.system_sets.extend(system_sets);
     // Every run would write the same file over the one before.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::knob::journal::Changed;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::lab::experiment::{self, Experiment};
 use crate::lab::live::Live;
@@ -52,6 +53,9 @@ pub struct RunOptions {
     pub trace_out: Option<PathBuf>,
     /// Which sched_waking events the trace asks the kernel for.
     pub wakings: crate::trace::Wakings,
+    /// `--allow-unthrottled-rt`: the checks before the run let `sys.rt_runtime_us=-1`
+    /// beside RT tasks through.
+    pub allow_unthrottled_rt: bool,
 }
 
 impl RunOptions {
@@ -70,6 +74,7 @@ impl RunOptions {
             trace: false,
             trace_out: None,
             wakings: crate::trace::Wakings::CrossCpu,
+            allow_unthrottled_rt: false,
         }
     }
 
@@ -125,7 +130,8 @@ pub fn run_live(
     if std::env::var_os("SCHEDLAB_FAULT").is_some_and(|v| v == "panic-after-start") {
         panic!("fault injected by SCHEDLAB_FAULT=panic-after-start");
     }
-    let interrupted = drive(&mut exp, &mut live, opts, sys, &mut csv)?;
+    let mut changed = Vec::new();
+    let interrupted = drive(&mut exp, &mut live, opts, sys, &mut csv, &mut changed)?;
     let mut finished = exp.stop();
     // What the trace saw after the last round.
     if let Some(t) = finished.trace.as_mut() {
@@ -145,6 +151,12 @@ pub fn run_live(
             interrupted,
         },
     );
+    // A system knob changed under the run: what was measured since is not the setting's.
+    for c in changed {
+        report.warnings.push(c.to_string());
+        report.refused.push(c.to_string());
+        report.partial = true;
+    }
     if let Some(path) = &opts.trace_out {
         if write_timeline(&mut report, &finished, path)?.is_none() {
             report.warnings.push(format!(
@@ -157,13 +169,16 @@ pub fn run_live(
 }
 
 /// Take in rounds and apply the `--at` changes until the run's time is up, its tasks are
-/// gone or a signal came; returns whether it was interrupted.
+/// gone or a signal came; returns whether it was interrupted. Every round also looks
+/// whether a system knob schedlab wrote was changed by someone else (into `changed`,
+/// once per knob).
 fn drive(
     exp: &mut Experiment,
     live: &mut Live,
     opts: &RunOptions,
     sys: &mut SystemKnobs,
     csv: &mut Option<CsvWriter>,
+    changed: &mut Vec<Changed>,
 ) -> Result<bool> {
     let mut pending: Vec<(Duration, Setting)> = opts.at.clone();
     pending.sort_by_key(|(t, _)| *t);
@@ -191,6 +206,11 @@ fn drive(
                     &points,
                     &live.store.latest_trace(),
                 )?;
+            }
+            for c in sys.journal.changed_under() {
+                if !changed.iter().any(|seen| seen.path == c.path) {
+                    changed.push(c);
+                }
             }
             let last = exp.is_last(&polled.batch);
             exp.recycle(polled.batch);

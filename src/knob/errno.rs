@@ -48,7 +48,7 @@ pub fn explain(errno: Errno, kind: WriteKind) -> String {
         }
         (Errno::EBUSY, _) => "the resource is busy (RT or deadline tasks hold bandwidth that this would take away)",
         (Errno::EINVAL, WriteKind::Policy { deadline: true, .. }) => {
-            "invalid deadline parameters: need 1024 ns <= runtime <= deadline <= period"
+            "invalid deadline parameters: need 1024 ns <= runtime <= deadline <= period, and the period within kernel.sched_deadline_period_min_us..max_us (100 us..4.194304 s by default)"
         }
         (Errno::EINVAL, WriteKind::Policy { .. }) => "invalid policy or priority for this kernel (FIFO/RR take 1..99, others 0)",
         (Errno::EINVAL, WriteKind::Affinity) => {

@@ -376,10 +376,12 @@ pub struct KnobLock(());
 /// The lock file while this process holds it, and how many guards share it.
 static HELD: std::sync::Mutex<Option<(File, usize)>> = std::sync::Mutex::new(None);
 
-/// The lock file, in the state directory (machine-wide for root, who alone writes
-/// system knobs).
+/// The lock file: system knobs are machine-wide, so the lock is at one fixed path
+/// (`/run/schedlab/knobs.lock` as root) whatever `$SCHEDLAB_STATE_DIR` and
+/// `$SCHEDLAB_JOURNAL` say; with a lock per state directory two schedlabs journaled
+/// each other's values.
 pub fn lock_path() -> Result<PathBuf> {
-    Ok(crate::state::dir()?.join("knobs.lock"))
+    Ok(crate::state::machine_dir()?.join("knobs.lock"))
 }
 
 /// Who holds the flock on `file`: read from /proc/locks, so it is never a half-written
@@ -511,6 +513,32 @@ pub struct Journal {
     recorded: BTreeSet<String>,
     /// Directories whose files the tests let a journal restore besides the real knobs.
     allow_extra: Vec<PathBuf>,
+    /// What each knob file held right after schedlab last wrote it, by path, with the
+    /// knob's name: a different value later means someone else changed it.
+    written: std::collections::BTreeMap<PathBuf, (String, String)>,
+}
+
+/// A knob that no longer holds what schedlab wrote: another program (or an admin)
+/// changed it while schedlab held it, so what was measured since is not the setting's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Changed {
+    pub name: String,
+    pub path: PathBuf,
+    pub ours: String,
+    pub now: String,
+}
+
+impl std::fmt::Display for Changed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} was changed by someone else while this run held it: schedlab set {}, {} holds {}",
+            self.name,
+            self.ours,
+            self.path.display(),
+            self.now
+        )
+    }
 }
 
 impl Journal {
@@ -522,7 +550,35 @@ impl Journal {
             entries: Vec::new(),
             recorded: BTreeSet::new(),
             allow_extra: Vec::new(),
+            written: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Remember what knob `name`'s file holds right after schedlab wrote it (read back:
+    /// the kernel may normalise a value).
+    pub fn wrote(&mut self, name: &str, path: &Path) {
+        if let Ok(now) = std::fs::read_to_string(path) {
+            self.written.insert(
+                path.to_path_buf(),
+                (name.to_string(), now.trim().to_string()),
+            );
+        }
+    }
+
+    /// The knobs that no longer hold what schedlab last wrote to them.
+    pub fn changed_under(&self) -> Vec<Changed> {
+        self.written
+            .iter()
+            .filter_map(|(path, (name, ours))| {
+                let now = std::fs::read_to_string(path).ok()?.trim().to_string();
+                (now != *ours).then(|| Changed {
+                    name: name.clone(),
+                    path: path.clone(),
+                    ours: ours.clone(),
+                    now,
+                })
+            })
+            .collect()
     }
 
     /// Let this journal restore files below `dir` too (unit tests on scratch files).
@@ -646,9 +702,20 @@ impl Journal {
         })
     }
 
+    /// Take the knob lock now, for a run that will write knobs: a lock another
+    /// schedlab holds is found before anything starts, not after the workload runs.
+    pub fn hold_lock(&mut self) -> Result<()> {
+        if self.lock.is_none() {
+            self.lock = Some(KnobLock::acquire()?);
+        }
+        Ok(())
+    }
+
     /// Undo everything, newest first; the journal file goes once all is restored.
     pub fn restore(&mut self) -> Vec<Restored> {
         if self.entries.is_empty() && self.file.is_none() {
+            // Nothing was written: a lock taken ahead ([`Journal::hold_lock`]) goes.
+            self.lock = None;
             return Vec::new();
         }
         if self.file.is_some() && !self.path.exists() {
@@ -659,6 +726,8 @@ impl Journal {
             self.lock = None;
             return Vec::new();
         }
+        // Restoring writes the old values: they are not someone else's change.
+        self.written.clear();
         let restored = undo_all_with(&self.entries, &self.allow_extra);
         if restored.iter().all(Restored::settled) {
             let _ = std::fs::remove_file(&self.path);

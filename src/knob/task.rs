@@ -121,8 +121,34 @@ impl Deadline {
                 self.runtime_ns, self.deadline_ns, self.period_ns
             )));
         }
+        let (min, max) = dl_period_bounds_ns();
+        if !(min..=max).contains(&self.period_ns) {
+            let show = |ns: u64| humantime::format_duration(std::time::Duration::from_nanos(ns));
+            return Err(Invalid(format!(
+                "deadline period {} is out of range: allowed {}..{} (kernel.sched_deadline_period_min_us and _max_us)",
+                show(self.period_ns),
+                show(min),
+                show(max)
+            )));
+        }
         Ok(())
     }
+}
+
+/// The periods the kernel accepts for SCHED_DEADLINE, in ns: its sysctls, else their
+/// defaults (100 us and 2^22 us).
+fn dl_period_bounds_ns() -> (u64, u64) {
+    let read = |name: &str, default_us: u64| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(default_us)
+            .saturating_mul(1000)
+    };
+    (
+        read("sched_deadline_period_min_us", 100),
+        read("sched_deadline_period_max_us", 1 << 22),
+    )
 }
 
 /// Everything the kernel lets us set on one task.

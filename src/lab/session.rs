@@ -132,6 +132,10 @@ impl Session {
     ) -> Result<(Session, Vec<String>)> {
         let online = crate::system::online_cpus();
         let specs = preset.tasks(&online)?;
+        if !preset.cgroups.is_empty() || !system_sets.is_empty() {
+            // Another schedlab changing knobs is found before anything starts (exit 4).
+            sys.journal.hold_lock()?;
+        }
         let workload = Workload::start(&specs, exe)?;
         let mut warnings = Vec::new();
         // Into the cgroups first: with RT group scheduling a FIFO task may only enter a
@@ -141,6 +145,9 @@ impl Session {
         } else {
             match setup_cgroups(&preset, &workload, &specs, sys) {
                 Ok(c) => Some(c),
+                // Bad input and a held lock keep their own exit codes (2, 4): the run is
+                // not made without cgroups for them.
+                Err(e) if crate::error::kind_of(&e).is_some() => return Err(e),
                 Err(e) => {
                     warnings.push(format!("{e:#}; running without cgroups"));
                     None

@@ -205,9 +205,12 @@ fn from_raw(raw: RawLesson, mut preset: Preset, source: &str) -> Result<Lesson, 
         )));
     }
     let headline = preset.headline;
+    // As a run decides it: by the tasks' policies at the start.
+    let rt_tasks = preset.rt_tasks();
     let mut steps = Vec::new();
     for (i, rs) in raw.steps.into_iter().enumerate() {
-        let step = step_from_raw(rs, i, &mut preset)
+        let step = step_from_raw(rs, i, &mut preset, rt_tasks)
+            .and_then(|step| preset.check_deadline_fields().map(|()| step))
             .map_err(|e| Invalid(format!("step {}: {e}", i + 1)))?;
         steps.push(step);
     }
@@ -223,7 +226,12 @@ fn from_raw(raw: RawLesson, mut preset: Preset, source: &str) -> Result<Lesson, 
 }
 
 /// One step, with `preset` advanced by its settings (the next step's undo starts there).
-fn step_from_raw(rs: RawStep, index: usize, preset: &mut Preset) -> Result<Step, Invalid> {
+fn step_from_raw(
+    rs: RawStep,
+    index: usize,
+    preset: &mut Preset,
+    rt_tasks: bool,
+) -> Result<Step, Invalid> {
     let caption = rs.caption.split_whitespace().collect::<Vec<_>>().join(" ");
     if caption.is_empty() {
         return Err(Invalid::new(
@@ -238,7 +246,7 @@ fn step_from_raw(rs: RawStep, index: usize, preset: &mut Preset) -> Result<Step,
     }
     let pace = parse_pace(&rs.duration)?;
     let look = parse_look(&rs.look)?;
-    let (set, undo) = settings(&rs.set, preset)?;
+    let (set, undo) = settings(&rs.set, preset, rt_tasks)?;
     let check = rs
         .check
         .map(|c| check_from_raw(c, index, pace, preset))
@@ -301,10 +309,12 @@ fn parse_look(look: &str) -> Result<Look, Invalid> {
 }
 
 /// The step's settings, checked as the workbench would apply them live, and what puts
-/// back the values they replace.
+/// back the values they replace. A lesson never turns RT throttling off beside its
+/// preset's RT tasks (`rt_tasks`): it cannot insist as `--allow-unthrottled-rt` does.
 fn settings(
     texts: &[String],
     preset: &mut Preset,
+    rt_tasks: bool,
 ) -> Result<(Vec<Setting>, Vec<Setting>), Invalid> {
     let online = crate::system::online_cpus();
     let before: BTreeMap<String, String> = preset.knob_table().into_iter().collect();
@@ -313,6 +323,11 @@ fn settings(
     for text in texts {
         let s: Setting = text.parse()?;
         match route_typed(&s)? {
+            Routed::Sys(set) if crate::knob::sys::unthrottled_with_rt(&set, rt_tasks, false) => {
+                return Err(Invalid(format!(
+                    "set \"{s}\": a lesson may not turn RT throttling off while its preset runs RT tasks (a FIFO spinner per CPU can then freeze the machine)"
+                )));
+            }
             // The machine's value is what undo puts back: the workbench knows it then.
             Routed::Sys(_) => {}
             Routed::Task | Routed::Cgroup { .. } => {

@@ -167,13 +167,17 @@ impl TaskGroup {
         Ok(())
     }
 
-    /// A policy switch keeps the priority valid for the new policy.
+    /// A policy switch keeps the priority valid for the new policy, and leaves deadline
+    /// parameters only to the deadline policy.
     fn set_policy(&mut self, value: &str) -> Result<(), Invalid> {
         let p: Policy = value.parse()?;
         if p.is_realtime() && self.priority == 0 {
             self.priority = 1;
         } else if !p.is_realtime() {
             self.priority = 0;
+        }
+        if p != Policy::Deadline {
+            (self.dl_runtime_ns, self.dl_deadline_ns, self.dl_period_ns) = (None, None, None);
         }
         self.policy = p;
         Ok(())

@@ -24,6 +24,12 @@ impl Preset {
         }
         Ok(out)
     }
+
+    /// Whether any task starts with a real-time policy (FIFO or RR), as a run sees it.
+    pub fn rt_tasks(&self) -> bool {
+        self.tasks(&crate::system::online_cpus())
+            .is_ok_and(|t| t.iter().any(|s| s.sched.policy.is_realtime()))
+    }
 }
 
 /// Instance `i` of group `g`: the group's settings, its rung of the nice ladder, then

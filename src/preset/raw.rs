@@ -43,14 +43,6 @@ struct RawMetric {
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
-enum RawNice {
-    One(i32),
-    List(Vec<i32>),
-    Ladder(String),
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTask {
     name: String,
@@ -61,7 +53,9 @@ struct RawTask {
     count: Option<usize>,
     policy: Option<Policy>,
     priority: Option<u32>,
-    nice: Option<RawNice>,
+    /// A number, a list of numbers or a ladder string: read as any value, so a wrong one
+    /// is told what is allowed (an untagged enum only said it matched no variant).
+    nice: Option<toml::Value>,
     cpus: Option<String>,
     slice: Option<String>,
     runtime: Option<String>,
@@ -135,6 +129,7 @@ fn from_raw(raw: RawPreset, source: &str) -> Result<Preset, Invalid> {
         source: source.to_string(),
     };
     preset.validate()?;
+    preset.check_deadline_fields()?;
     check_variants(&preset)?;
     Ok(preset)
 }
@@ -206,6 +201,7 @@ fn check_variants(preset: &Preset) -> Result<(), Invalid> {
     for v in &preset.variants {
         let mut copy = preset.clone();
         copy.apply_all(&v.set)
+            .and_then(|()| copy.check_deadline_fields())
             .map_err(|e| Invalid(format!("variant \"{}\": {e}", v.name)))?;
     }
     Ok(())
@@ -272,12 +268,29 @@ fn program_from_raw(
     }
 }
 
-fn nice_from_raw(nice: Option<RawNice>) -> Result<NiceLadder, Invalid> {
+fn nice_from_raw(nice: Option<toml::Value>) -> Result<NiceLadder, Invalid> {
+    let one = |v: &toml::Value| {
+        match v {
+        toml::Value::Integer(n) => i32::try_from(*n)
+            .ok()
+            .filter(|n| (-20..=20).contains(n))
+            .ok_or_else(|| {
+                Invalid(format!(
+                    "nice {n} is out of range: allowed -20..19 (20 is clamped to 19)"
+                ))
+            }),
+        other => Err(Invalid(format!(
+            "nice = {other}: allowed a whole number -20..19, a list of them, or a ladder like \"-5..5:5\""
+        ))),
+    }
+    };
     Ok(match nice {
         None => NiceLadder::One(0),
-        Some(RawNice::One(n)) => NiceLadder::One(n),
-        Some(RawNice::List(v)) => NiceLadder::Each(v),
-        Some(RawNice::Ladder(s)) => NiceLadder::parse(&s)?,
+        Some(toml::Value::String(s)) => NiceLadder::parse(&s)?,
+        Some(toml::Value::Array(v)) => {
+            NiceLadder::Each(v.iter().map(one).collect::<Result<Vec<i32>, Invalid>>()?)
+        }
+        Some(v) => NiceLadder::One(one(&v)?),
     })
 }
 

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::setting::NiceLadder;
 use super::{instance_name, names_or_none, valid_name, Headline, Preset, TaskGroup};
 use crate::error::Invalid;
+use crate::knob::task::Policy;
 use crate::workload::kinds::{kind_name, WorkerKind};
+use crate::workload::MAX_COUNT;
 
 impl Preset {
     /// Structural checks that must hold after any set of overrides.
@@ -14,9 +16,35 @@ impl Preset {
         for g in &self.groups {
             validate_group(g, &mut seen)?;
         }
+        let total: usize = self.groups.iter().map(|g| g.count).sum();
+        if total > MAX_COUNT {
+            return Err(Invalid(format!(
+                "{total} tasks in all: allowed at most {MAX_COUNT} in one experiment (the counts of every [[task]] added up)"
+            )));
+        }
         self.validate_metric()?;
         self.validate_connections()?;
         self.validate_cgroup_refs()
+    }
+
+    /// Deadline parameters only on deadline tasks, as a priority only on FIFO and RR
+    /// ones: checked once every setting is in (a preset file, the command line's `--set`s,
+    /// a lesson's step), since one setting at a time goes through runtime before policy.
+    pub fn check_deadline_fields(&self) -> Result<(), Invalid> {
+        for g in self.groups.iter().filter(|g| g.policy != Policy::Deadline) {
+            let given = [
+                ("runtime", g.dl_runtime_ns),
+                ("deadline", g.dl_deadline_ns),
+                ("period", g.dl_period_ns),
+            ];
+            if let Some((field, _)) = given.iter().find(|(_, v)| v.is_some()) {
+                return Err(Invalid(format!(
+                    "task \"{}\": {field} applies only to policy deadline; {} takes no runtime, deadline or period",
+                    g.name, g.policy
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn validate_metric(&self) -> Result<(), Invalid> {

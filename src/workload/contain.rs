@@ -15,12 +15,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::knob::fs::{kill_all, procs_below};
 
-/// Where one workload's processes are kept.
+/// Where one workload's processes are kept. Everything it makes (its cgroup, the
+/// workload's run directory) is listed in the run registry before it is made and taken
+/// off the list after it is gone, so a schedlab killed at any moment leaves nothing the
+/// next start or `schedlab restore` cannot find.
 pub struct Container {
     id: u64,
     cgroup: Option<Cgroup>,
     /// Why there is no cgroup (non-root, no writable hierarchy), for the report.
     pub why_uncontained: Option<String>,
+    /// The workload's run directory, once made (see [`Container::make_run_dir`]).
+    run_dir: Option<PathBuf>,
 }
 
 struct Cgroup {
@@ -64,22 +69,63 @@ impl Usage {
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl Container {
-    /// A cgroup for a new workload if one can be made here, else process groups only.
-    pub fn create() -> Container {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let name = format!("schedlab-run-{}-{id}", std::process::id());
-        match make_cgroup(&name) {
-            Ok(cgroup) => Container {
-                id,
-                cgroup: Some(cgroup),
-                why_uncontained: None,
-            },
-            Err(why) => Container {
-                id,
-                cgroup: None,
-                why_uncontained: Some(format!("{why:#}")),
-            },
+    /// A container that has made nothing yet.
+    pub fn new() -> Container {
+        Container {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            cgroup: None,
+            why_uncontained: None,
+            run_dir: None,
         }
+    }
+
+    /// A cgroup for the workload if one can be made here, else process groups only.
+    pub fn contain(&mut self) {
+        let name = format!("schedlab-run-{}-{}", std::process::id(), self.id);
+        let id = self.id;
+        let listed = make_cgroup(&name, |dir| {
+            registry_update(|r| r.entry(id).or_insert_with(Contained::empty).cgroup = dir)
+        });
+        match listed {
+            Ok(cgroup) => self.cgroup = Some(cgroup),
+            Err(why) => self.why_uncontained = Some(format!("{why:#}")),
+        }
+    }
+
+    /// The workload's run directory, `schedlab-PID-ID` in /dev/shm when usable (no disk
+    /// writeback of the counters), else in the temp dir: listed, then made.
+    pub fn make_run_dir(&mut self) -> std::io::Result<tempfile::TempDir> {
+        let name = format!("schedlab-{}-{}", std::process::id(), self.id);
+        let shm = PathBuf::from("/dev/shm");
+        let bases = if shm.is_dir() {
+            vec![shm, std::env::temp_dir()]
+        } else {
+            vec![std::env::temp_dir()]
+        };
+        let mut failed = None;
+        for base in bases {
+            let dir = base.join(&name);
+            registry_update(|r| {
+                let c = r.entry(self.id).or_insert_with(Contained::empty);
+                if !c.dirs.contains(&dir) {
+                    c.dirs.push(dir.clone());
+                }
+            });
+            // A leftover of a schedlab that died with this pid (ids start at 0 again).
+            remove_run_dir(&dir);
+            match tempfile::Builder::new()
+                .prefix(&name)
+                .rand_bytes(0)
+                .tempdir_in(&base)
+            {
+                Ok(made) => {
+                    self.run_dir = Some(made.path().to_path_buf());
+                    return Ok(made);
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        Err(failed.unwrap_or_else(|| std::io::Error::other("no place for a run directory")))
     }
 
     /// The descriptor a child writes "0" to before exec (None: no cgroup).
@@ -111,9 +157,8 @@ impl Container {
         self.cgroup.as_ref().map_or(0, |c| kill_all(&c.dir))
     }
 
-    /// This container's entry in the registry, with the workload's run directory and
-    /// process groups.
-    pub fn register(&self, run_dir: &Path, groups: &[i32]) {
+    /// This container's entry in the registry, now with the workload's process groups.
+    pub fn register(&self, groups: &[i32]) {
         let entry = Contained {
             cgroup: self.dir().map(Path::to_path_buf),
             groups: groups
@@ -125,11 +170,17 @@ impl Container {
                     })
                 })
                 .collect(),
-            dirs: vec![run_dir.to_path_buf()],
+            dirs: self.run_dir.iter().cloned().collect(),
         };
         registry_update(|r| {
             r.insert(self.id, entry);
         });
+    }
+}
+
+impl Default for Container {
+    fn default() -> Self {
+        Container::new()
     }
 }
 
@@ -138,6 +189,10 @@ impl Drop for Container {
         if let Some(c) = &self.cgroup {
             kill_all(&c.dir);
             let _ = std::fs::remove_dir(&c.dir);
+        }
+        // Its processes are gone: the run directory goes before its registry entry.
+        if let Some(dir) = &self.run_dir {
+            let _ = std::fs::remove_dir_all(dir);
         }
         registry_update(|r| {
             r.remove(&self.id);
@@ -195,7 +250,7 @@ fn create_fresh(dir: &Path) -> std::io::Result<()> {
 /// A fresh cgroup beside schedlab's own: v2 first, v1 cpuacct second. It is made in
 /// schedlab's own cgroup so its tasks keep the same place in the CPU controller's tree
 /// (a group with no controllers enabled changes nothing about how they are scheduled).
-fn make_cgroup(name: &str) -> anyhow::Result<Cgroup> {
+fn make_cgroup(name: &str, mut listed: impl FnMut(Option<PathBuf>)) -> anyhow::Result<Cgroup> {
     use anyhow::Context;
     let mounts = std::fs::read_to_string("/proc/self/mounts").context("/proc/self/mounts")?;
     let mine = std::fs::read_to_string("/proc/self/cgroup").context("/proc/self/cgroup")?;
@@ -223,8 +278,11 @@ fn make_cgroup(name: &str) -> anyhow::Result<Cgroup> {
         .filter(|(_, v2)| wanted(*v2))
     {
         let dir = parent.join(name);
+        // Listed before it exists: a SIGKILL from here on leaves it findable.
+        listed(Some(dir.clone()));
         if let Err(e) = create_fresh(&dir) {
             tried.push(format!("{}: {e}", parent.display()));
+            listed(None);
             continue;
         }
         let usage = if v2 {
@@ -249,7 +307,9 @@ fn make_cgroup(name: &str) -> anyhow::Result<Cgroup> {
             Ok(_) => tried.push(format!("{}: no CPU usage file", dir.display())),
             Err(e) => tried.push(format!("{}: {e}", dir.display())),
         }
-        let _ = std::fs::remove_dir(&dir);
+        if std::fs::remove_dir(&dir).is_ok() {
+            listed(None);
+        }
     }
     Err(anyhow::anyhow!(if only.as_deref() == Some("groups") {
         "SCHEDLAB_CONTAIN=groups".to_string()
@@ -267,13 +327,23 @@ struct Group {
     start_ticks: u64,
 }
 
-/// What one workload of a live schedlab contains.
+/// What one workload of a live schedlab contains, or is about to make.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Contained {
     cgroup: Option<PathBuf>,
     groups: Vec<Group>,
     /// Directories it made (its run directory in /dev/shm).
     dirs: Vec<PathBuf>,
+}
+
+impl Contained {
+    fn empty() -> Contained {
+        Contained {
+            cgroup: None,
+            groups: Vec::new(),
+            dirs: Vec::new(),
+        }
+    }
 }
 
 /// A registry file: one schedlab process and its workloads.
@@ -361,6 +431,13 @@ pub fn clean_stale() -> Vec<String> {
     let mut out = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
+        if let Some(writer) = temp_writer(&path) {
+            // A registry file half written by a schedlab killed in the write.
+            if crate::state::process_start_ticks(writer).is_none() {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
@@ -380,6 +457,7 @@ pub fn clean_stale() -> Vec<String> {
             continue;
         }
         let mut killed = 0;
+        let mut stuck = Vec::new();
         for c in &record.contained {
             if let Some(cg) = c
                 .cgroup
@@ -387,7 +465,9 @@ pub fn clean_stale() -> Vec<String> {
                 .filter(|p| crate::knob::journal::is_own_cgroup(p))
             {
                 killed += kill_all(cg);
-                let _ = std::fs::remove_dir(cg);
+                if let Err(e) = remove_cgroup(cg) {
+                    stuck.push(format!("{}: {e}", cg.display()));
+                }
             }
             for g in &c.groups {
                 let members = group_members(g);
@@ -402,6 +482,16 @@ pub fn clean_stale() -> Vec<String> {
             for d in &c.dirs {
                 remove_run_dir(d);
             }
+        }
+        if !stuck.is_empty() {
+            // Kept, so the next start or `schedlab restore` tries again.
+            out.push(format!(
+                "an earlier schedlab (pid {}) left cgroups that could not be removed yet ({}); its record stays at {}",
+                record.pid,
+                stuck.join("; "),
+                path.display()
+            ));
+            continue;
         }
         let _ = std::fs::remove_file(&path);
         out.push(match killed {
@@ -418,6 +508,29 @@ pub fn clean_stale() -> Vec<String> {
         });
     }
     out
+}
+
+/// Remove an emptied cgroup (gone already is fine). A cgroup whose maker was killed a
+/// moment ago can be busy (EBUSY) for a few ms while the kernel lets go of it: tried
+/// again for up to a second.
+fn remove_cgroup(dir: &Path) -> std::io::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(_) if start.elapsed() < std::time::Duration::from_secs(1) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The pid that wrote `path` if it is a temp file of [`crate::state::write_atomic`]
+/// (`PID.tmpWRITER`).
+fn temp_writer(path: &Path) -> Option<i32> {
+    let ext = path.extension()?.to_str()?;
+    ext.strip_prefix("tmp")?.parse().ok()
 }
 
 /// Remove a run directory a dead schedlab listed: only one named like ours, in a place

@@ -65,8 +65,8 @@ pub struct Workload {
     shm: Arc<Shm>,
     procs: Vec<Proc>,
     pub tasks: Vec<RunningTask>,
-    /// Holds every process of the workload (declared before `dir`: it is emptied and
-    /// unregistered before the run directory goes).
+    /// Holds every process of the workload, and lists `dir` in the run registry (dropped
+    /// before `dir`: it empties itself, removes the run directory, then unlists both).
     container: Container,
     dir: tempfile::TempDir,
 }
@@ -107,22 +107,6 @@ fn check_runnable(task: &str, program: &str) -> Result<(), CannotRun> {
     }
 }
 
-/// /dev/shm when usable (no disk writeback of the counters), else the temp dir.
-fn run_dir() -> Result<tempfile::TempDir> {
-    let prefix = format!("schedlab-{}-", std::process::id());
-    let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    tempfile::Builder::new()
-        .prefix(&prefix)
-        .tempdir_in(&base)
-        .or_else(|_| tempfile::Builder::new().prefix(&prefix).tempdir())
-        .context("creating the run directory")
-}
-
 /// The tasks `i` takes turns with: the other tasks of its group, for workers that
 /// measure a hand-over between partners (yield).
 fn partners(specs: &[TaskSpec], i: usize) -> Vec<usize> {
@@ -148,14 +132,17 @@ impl Workload {
                 }
             }
         }
-        let dir = run_dir()?;
+        // The run directory and the cgroup are each listed in the run registry before
+        // they are made, so a SIGKILL mid-start still finds them; the process groups
+        // are added once known.
+        let mut container = Container::new();
+        let dir = container
+            .make_run_dir()
+            .context("creating the run directory")?;
         let shm_path = dir.path().join("shm");
         let shm = Arc::new(Shm::create(&shm_path, specs.len())?);
         let log = File::create(dir.path().join("stderr.log")).context("creating the worker log")?;
-        let container = Container::create();
-        // Registered before the first fork, so a SIGKILL mid-start still finds the
-        // run directory (and the cgroup); the process groups are added once known.
-        container.register(dir.path(), &[]);
+        container.contain();
         let join_fd = container.join_fd();
         let mut pipes = make_pipes(specs)?;
         let spawned: Vec<usize> = (0..specs.len())
@@ -202,7 +189,7 @@ impl Workload {
         }
         drop(pipes);
         let groups: Vec<i32> = workload.procs.iter().map(|p| p.child.id() as i32).collect();
-        workload.container.register(workload.dir.path(), &groups);
+        workload.container.register(&groups);
         workload.wait_ready(specs, &spawned)?;
         Ok(workload)
     }

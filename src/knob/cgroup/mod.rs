@@ -8,4 +8,4 @@ mod values;
 
 pub use groups::Cgroups;
 pub use mount::{at, detect, detect_from, CgroupRoot, Version};
-pub use values::{CgroupValue, Quota, KNOBS};
+pub use values::{precheck, CgroupValue, Quota, KNOBS};

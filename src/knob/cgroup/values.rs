@@ -228,6 +228,32 @@ fn parse_rt_runtime(value: &str) -> Result<u64, Invalid> {
     Ok(us)
 }
 
+/// The RT runtime given to cgroups, checked before anything starts: a new group's
+/// cpu.rt_period_us is the system's sched_rt_period_us, and no group may have more
+/// runtime than its period.
+pub fn precheck(
+    cgroups: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, CgroupValue>>,
+) -> Result<(), Invalid> {
+    let period = std::fs::read_to_string("/proc/sys/kernel/sched_rt_period_us")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let Some(period) = period else {
+        return Ok(());
+    };
+    for (group, values) in cgroups {
+        for value in values.values() {
+            if let CgroupValue::RtRuntimeUs(us) = *value {
+                if us > period {
+                    return Err(Invalid(format!(
+                        "cgroup.{group}.rt_runtime_us={us}: allowed 0..{period} (a new group's cpu.rt_period_us is sys.rt_period_us, {period})"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn unknown_knob(knob: &str) -> String {
     format!("unknown cgroup knob \"{knob}\": the knobs are {KNOBS}")
 }

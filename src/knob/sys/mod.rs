@@ -14,7 +14,7 @@ pub use catalogue::{
     get, list, read_features, why_not_writable, KnobInfo, SysKnob, NAMES, TUNABLES,
 };
 pub use probe::{mount_debugfs, Probe};
-pub use set::{precheck, set, SetContext};
+pub use set::{precheck, set, unthrottled_with_rt, SetContext, UNTHROTTLED_WITH_RT};
 pub use value::{SysSetting, SysValue};
 
 use crate::error::KnobError;

@@ -28,6 +28,19 @@ pub struct SetContext<'a> {
     pub pm_qos: &'a mut Hold,
 }
 
+/// Why `sys.rt_runtime_us=-1` is refused while RT tasks run.
+pub const UNTHROTTLED_WITH_RT: &str = "sys.rt_runtime_us=-1 refused: it turns RT throttling off while this run's RT tasks spin, and a FIFO spinner per CPU can then freeze the machine; pass --allow-unthrottled-rt to insist";
+
+/// Whether `set` turns RT throttling off (`sys.rt_runtime_us=-1`) while RT tasks run
+/// and nobody insisted: one rule for the checks before a run and the write itself.
+pub fn unthrottled_with_rt(set: &SysSetting, rt_tasks: bool, insisted: bool) -> bool {
+    matches!(
+        (set.knob(), set.value()),
+        (SysKnob::RtRuntime, SysValue::Int(-1))
+    ) && rt_tasks
+        && !insisted
+}
+
 /// The setting's number, if it fits `min..=max` as the machine is now (its own range
 /// was checked when it was parsed).
 fn int_within(setting: &SysSetting, min: i64, max: i64) -> Result<i64, Invalid> {
@@ -83,7 +96,11 @@ fn journaled_write(
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
-            result => return result.map_err(|e| write_error(knob, path, value, e)),
+            result => {
+                result.map_err(|e| write_error(knob, path, value, e))?;
+                ctx.journal.wrote(&knob.name(), path);
+                return Ok(());
+            }
         }
     }
 }
@@ -273,10 +290,8 @@ fn set_rt_runtime(ctx: &mut SetContext, setting: &SysSetting) -> Result<(), Knob
         .ok_or_else(|| KnobError::refused("this kernel has no sched_rt_runtime_us"))?;
     let period = read_i64(&Path::new(SYSCTL).join("sched_rt_period_us"))?;
     let new = int_within(setting, -1, period)?;
-    if new == -1 && ctx.rt_tasks_running && !ctx.allow_unthrottled_rt {
-        return Err(KnobError::refused(
-            "sys.rt_runtime_us=-1 refused: it turns RT throttling off while this run's RT tasks spin, and a FIFO spinner per CPU can then freeze the machine; pass --allow-unthrottled-rt to insist",
-        ));
+    if unthrottled_with_rt(setting, ctx.rt_tasks_running, ctx.allow_unthrottled_rt) {
+        return Err(KnobError::refused(UNTHROTTLED_WITH_RT));
     }
     let current = read_i64(&sysctl)?;
     let Some(root) = ctx.probe.rt_group_root.clone() else {
