@@ -45,6 +45,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "cgroup-fairness",
         include_str!("../../presets/lessons/cgroup-fairness.toml"),
     ),
+    (
+        "eevdf-slice",
+        include_str!("../../presets/lessons/eevdf-slice.toml"),
+    ),
+    (
+        "deadline-cbs",
+        include_str!("../../presets/lessons/deadline-cbs.toml"),
+    ),
+    (
+        "load-balance",
+        include_str!("../../presets/lessons/load-balance.toml"),
+    ),
 ];
 
 /// The rt-throttle lesson for kernels where only the fair server acts (6.12+ without RT
@@ -88,6 +100,13 @@ struct RawStep {
     duration: String,
     #[serde(default)]
     if_not: Vec<String>,
+    /// The oldest kernel ("6.12") on which the step can show its effect; older kernels
+    /// skip it and show `skip_why` instead.
+    needs_kernel: Option<String>,
+    skip_why: Option<String>,
+    /// Changes of `set` the kernel should refuse (the step shows admission control).
+    #[serde(default)]
+    expect_refused: Vec<String>,
     check: Option<RawCheck>,
 }
 
@@ -174,13 +193,30 @@ pub fn parse_with(
     source: &str,
     preset_of: impl Fn(&str) -> Result<Preset>,
 ) -> Result<Lesson> {
+    let kernel = crate::facts::version(&crate::system::kernel_release());
+    parse_on(text, source, preset_of, kernel)
+}
+
+/// [`parse_with`] as played on kernel `kernel` (major, minor): steps that need a newer
+/// one are skipped.
+pub fn parse_on(
+    text: &str,
+    source: &str,
+    preset_of: impl Fn(&str) -> Result<Preset>,
+    kernel: (u32, u32),
+) -> Result<Lesson> {
     let raw: RawLesson = toml::from_str(text)
         .map_err(|e| anyhow!("lesson {source}: {}", crate::preset::locate(text, &e)))?;
     let preset = preset_of(&raw.preset).map_err(|e| anyhow!("lesson {source}: {e:#}"))?;
-    from_raw(raw, preset, source).map_err(|e| anyhow!("lesson {source}: {e}"))
+    from_raw(raw, preset, source, kernel).map_err(|e| anyhow!("lesson {source}: {e}"))
 }
 
-fn from_raw(raw: RawLesson, mut preset: Preset, source: &str) -> Result<Lesson, Invalid> {
+fn from_raw(
+    raw: RawLesson,
+    mut preset: Preset,
+    source: &str,
+    kernel: (u32, u32),
+) -> Result<Lesson, Invalid> {
     let name_ok = !raw.name.is_empty()
         && raw.name.len() <= 32
         && raw
@@ -207,11 +243,35 @@ fn from_raw(raw: RawLesson, mut preset: Preset, source: &str) -> Result<Lesson, 
     let headline = preset.headline;
     // As a run decides it: by the tasks' policies at the start.
     let rt_tasks = preset.rt_tasks();
-    let mut steps = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
+    let mut skipped: Vec<usize> = Vec::new();
     for (i, rs) in raw.steps.into_iter().enumerate() {
+        let needs = needs_kernel(&rs).map_err(|e| Invalid(format!("step {}: {e}", i + 1)))?;
         let step = step_from_raw(rs, i, &mut preset, rt_tasks)
             .and_then(|step| preset.check_deadline_fields().map(|()| step))
             .map_err(|e| Invalid(format!("step {}: {e}", i + 1)))?;
+        // Checked on every kernel; played only where it can show its effect.
+        let compares_with = match step.check.as_ref().map(|c| c.bound) {
+            Some(Bound::Ratio { step: n, .. }) if skipped.contains(&n) => Some(n),
+            _ => None,
+        };
+        let why = match (needs, compares_with) {
+            (Some((version, why)), _) if kernel < version => {
+                Some(format!("needs kernel {}.{}+: {why}", version.0, version.1))
+            }
+            (_, Some(n)) => Some(format!(
+                "it compares with step {}, which this kernel skips",
+                n + 1
+            )),
+            _ => None,
+        };
+        let step = match why {
+            Some(why) => {
+                skipped.push(i);
+                skip(step, &why)
+            }
+            None => step,
+        };
         steps.push(step);
     }
     Ok(Lesson {
@@ -223,6 +283,53 @@ fn from_raw(raw: RawLesson, mut preset: Preset, source: &str) -> Result<Lesson, 
         plot: raw.plot,
         source: source.to_string(),
     })
+}
+
+/// What a skipped step's caption starts with.
+pub const SKIPPED: &str = "Skipped on this kernel";
+
+/// A kernel version (major, minor) and why older kernels cannot show the step.
+type Requirement = ((u32, u32), String);
+
+/// The step's kernel requirement, if it has one.
+fn needs_kernel(rs: &RawStep) -> Result<Option<Requirement>, Invalid> {
+    match (&rs.needs_kernel, &rs.skip_why) {
+        (None, None) => Ok(None),
+        (Some(v), Some(why)) => {
+            let version = crate::facts::version(v);
+            let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+            if version.0 == 0 || !v.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return Err(Invalid(format!(
+                    "needs_kernel \"{v}\" is not a kernel version: write it as 6.12"
+                )));
+            }
+            if why.is_empty() || why.len() > CAPTION_MAX - 60 {
+                return Err(Invalid(format!(
+                    "skip_why must say in 1..{} characters why older kernels cannot show the step",
+                    CAPTION_MAX - 60
+                )));
+            }
+            Ok(Some((version, why)))
+        }
+        _ => Err(Invalid::new(
+            "needs_kernel and skip_why go together: the version, and why older kernels cannot show the step",
+        )),
+    }
+}
+
+/// A step this kernel cannot show: its caption says why, it changes and checks nothing.
+fn skip(step: Step, why: &str) -> Step {
+    Step {
+        caption: format!(
+            "{SKIPPED} ({}): {why}",
+            crate::system::kernel_release().trim()
+        ),
+        set: Vec::new(),
+        undo: Vec::new(),
+        check: None,
+        expect_refused: Vec::new(),
+        ..step
+    }
 }
 
 /// One step, with `preset` advanced by its settings (the next step's undo starts there).
@@ -254,6 +361,16 @@ fn step_from_raw(
     if rs.if_not.iter().any(|r| r.trim().is_empty()) {
         return Err(Invalid::new("if_not has an empty reason"));
     }
+    let mut expect_refused = Vec::new();
+    for text in &rs.expect_refused {
+        let written = text.parse::<Setting>()?.to_string();
+        if !set.iter().any(|s| s.to_string() == written) {
+            return Err(Invalid(format!(
+                "expect_refused \"{text}\" is not one of the step's set changes"
+            )));
+        }
+        expect_refused.push(written);
+    }
     Ok(Step {
         caption,
         set,
@@ -262,6 +379,7 @@ fn step_from_raw(
         pace,
         check,
         if_not: rs.if_not.iter().map(|r| r.trim().to_string()).collect(),
+        expect_refused,
     })
 }
 

@@ -3,6 +3,8 @@
 //! --headless`.
 
 pub mod check;
+#[cfg(test)]
+mod effects;
 mod load;
 #[cfg(test)]
 mod tests;
@@ -13,7 +15,7 @@ use crate::columns::Column;
 use crate::preset::setting::Setting;
 use crate::preset::Headline;
 
-pub use load::{list, list_in, load, load_in, parse_with, user_dir, BUILTIN};
+pub use load::{list, list_in, load, load_in, parse_on, parse_with, user_dir, BUILTIN, SKIPPED};
 
 /// How long a key-paced step is held when nobody presses a key (`lesson --headless`).
 pub const KEY_STEP_HOLD: Duration = Duration::from_secs(6);
@@ -48,6 +50,16 @@ pub struct Step {
     pub check: Option<Check>,
     /// Why this machine may not show the effect (from the lesson file).
     pub if_not: Vec<String>,
+    /// Changes of `set` the kernel is expected to refuse (admission control): their
+    /// refusal is the effect, not a reason the step could not show it.
+    pub expect_refused: Vec<String>,
+}
+
+impl Step {
+    /// Whether the kernel refusing `setting` (as `set` writes it) is what the step shows.
+    pub fn expects_refusal(&self, setting: &str) -> bool {
+        self.expect_refused.iter().any(|s| s == setting)
+    }
 }
 
 /// How a step ends.

@@ -40,6 +40,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "cgroup-fairness",
         include_str!("../../presets/cgroup-fairness.toml"),
     ),
+    (
+        "eevdf-slice",
+        include_str!("../../presets/eevdf-slice.toml"),
+    ),
+    (
+        "deadline-cbs",
+        include_str!("../../presets/deadline-cbs.toml"),
+    ),
+    (
+        "load-balance",
+        include_str!("../../presets/load-balance.toml"),
+    ),
 ];
 
 /// `$XDG_CONFIG_HOME/schedlab/presets`, or `~/.config/schedlab/presets`.
