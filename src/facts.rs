@@ -85,6 +85,36 @@ pub const FACTS: &[Fact] = &[
         source: "kernel/sched/rt.c pick_next_rt_entity(); kernel/sched/fair.c pick_eevdf()",
     },
     Fact {
+        id: "eevdf-custom-slice",
+        claim: "A fair task may ask for its own slice with sched_setattr (sched_attr.sched_runtime, clamped to 0.1..100 ms; 0 is the default). A woken task whose slice is shorter than the running task's may preempt it before that task's slice is used up (PREEMPT_SHORT).",
+        holds: "6.12+ (older kernels ignore sched_runtime for fair tasks)",
+        source: "\"sched/eevdf: Use sched_attr::sched_runtime to set request/slice suggestion\", \"sched/eevdf: Allow shorter slices to wakeup-preempt\" (both 6.12); kernel/sched/syscalls.c __setscheduler_params(); kernel/sched/fair.c do_preempt_short()",
+    },
+    Fact {
+        id: "eevdf-lag",
+        claim: "A fair task's lag (V minus its vruntime, what the fair schedule owes it) is kept when it sleeps and restores its place when it wakes (PLACE_LAG); it is clamped to the larger of twice the task's slice and a tick, so a task with a long slice may be owed more.",
+        holds: "6.6+",
+        source: "86bfbb7ce4f6 \"sched/fair: Add lag based placement\" (6.6); kernel/sched/fair.c update_entity_lag(), place_entity()",
+    },
+    Fact {
+        id: "deadline-cbs",
+        claim: "A SCHED_DEADLINE task may run `runtime` of every `period` before its deadline, ahead of every RT and fair task; when it has used its runtime it is throttled until the next period replenishes it (constant bandwidth server), so a task whose work exceeds its runtime gets runtime/period of a CPU.",
+        holds: "3.14+",
+        source: "kernel/sched/deadline.c update_curr_dl() (dl_runtime_exceeded(), start_dl_timer()); Documentation/scheduler/sched-deadline.rst",
+    },
+    Fact {
+        id: "deadline-admission",
+        claim: "sched_setattr() refuses a new or changed SCHED_DEADLINE task with EBUSY when the deadline bandwidth of its root domain (every task's runtime/period, and since 6.12 the fair servers' 50 ms of every 1 s per CPU) would exceed sched_rt_runtime_us/sched_rt_period_us times the CPUs' capacity. A SCHED_DEADLINE task cannot be pinned to fewer CPUs than its root domain (EBUSY).",
+        holds: "3.14+; the fair servers counted 6.12+",
+        source: "kernel/sched/deadline.c sched_dl_overflow(), __dl_overflow(), dl_server_apply_params(); kernel/sched/syscalls.c __sched_setaffinity() (dl_task and !cpumask_subset(rd->span))",
+    },
+    Fact {
+        id: "load-balance",
+        claim: "Each CPU periodically balances its scheduling domains (and again when it goes idle): it finds the busiest group and run queue and pulls tasks until the load is even; a task whose affinity does not allow the destination CPU is not moved.",
+        holds: "scheduling domains 2.6.7+; sched_balance_rq() is load_balance() before 6.10",
+        source: "kernel/sched/fair.c sched_balance_rq(), sched_balance_find_src_group(), can_migrate_task(); Documentation/scheduler/sched-domains.rst",
+    },
+    Fact {
         id: "nice-weights",
         claim: "Each nice level weighs about 1.25 times the next: nice -20 is 88761, nice 0 1024, nice 19 15; SCHED_IDLE tasks weigh 3.",
         holds: "2.6.23+",

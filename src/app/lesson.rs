@@ -617,6 +617,36 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_the_step_expects_is_its_effect_not_a_reason() {
+        let text = crate::lesson::BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "rt-throttle")
+            .map(|(_, t)| {
+                t.replacen(
+                    "set = [\"sys.rt_runtime_us=600000\"]",
+                    "set = [\"sys.rt_runtime_us=600000\"]\nexpect_refused = [\"sys.rt_runtime_us=600000\"]",
+                    1,
+                )
+            })
+            .expect("built-in");
+        let lesson = crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses");
+        let (mut app, _) = in_lesson(lesson);
+        key(&mut app, KeyCode::Right);
+        app.update(Action::KnobResult {
+            setting: "sys.rt_runtime_us=600000".into(),
+            result: Err(crate::error::KnobError::Refused("EBUSY".into())),
+        });
+        app.update(Action::Batch(Box::new(batch(9))));
+        let p = app.lesson.as_ref().expect("playing");
+        assert!(p.refused[1].is_empty(), "{:?}", p.refused);
+        assert!(
+            !p.reasons.iter().any(|r| r.contains("EBUSY")),
+            "{:?}",
+            p.reasons
+        );
+    }
+
+    #[test]
     fn a_refused_change_of_the_step_is_remembered_as_a_reason() {
         let (mut app, _) = in_lesson(rt_lesson());
         key(&mut app, KeyCode::Right);
