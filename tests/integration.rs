@@ -17,6 +17,7 @@ mod hardening;
 mod hostile_input;
 mod knobs;
 mod lesson;
+mod lesson_admission;
 mod limits;
 mod measurement;
 mod plot_compare;
