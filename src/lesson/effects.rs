@@ -16,6 +16,7 @@ struct R {
     wait: f64,
     progress: f64,
     migrations: f64,
+    involuntary: f64,
 }
 
 const STEP_S: f64 = 3.0;
@@ -63,6 +64,7 @@ fn verdicts(name: &str, rates: &dyn Fn(usize, &str) -> R) -> Vec<Option<Verdict>
                     wait_share: Some(r.wait),
                     progress_per_s: r.progress,
                     migrations_per_s: Some(r.migrations),
+                    involuntary_per_s: r.involuntary,
                     ..TaskRates::default()
                 });
             }
@@ -114,48 +116,41 @@ fn assert_effect(
     );
 }
 
-/// eevdf-slice as EEVDF (6.12+) runs it: the hogs split CPU 0, the waker's wait falls
-/// with a 0.1 ms slice and its lag keeps its wakeups with a 100 ms slice.
+/// eevdf-slice as EEVDF (6.12+) runs it: the hogs split CPU 0, the 0.1 ms waker
+/// preempts them on its wakeups and its lag keeps its wakeups with a 100 ms slice.
 fn eevdf(step: usize, task: &str) -> R {
     match (step, task) {
-        (_, "hog-0" | "hog-1") => R {
+        (1, "hog-0" | "hog-1") => R {
             cpu: 0.5,
+            involuntary: 450.0,
             ..R::default()
         },
-        (1, _) => R {
-            cpu: 0.005,
-            wait: 0.03,
-            progress: 950.0,
+        (_, "hog-0" | "hog-1") => R {
+            cpu: 0.5,
+            involuntary: 200.0,
             ..R::default()
         },
         (_, _) => R {
             cpu: 0.005,
-            wait: 0.3,
-            progress: 600.0,
+            wait: 0.1,
+            progress: 900.0,
             ..R::default()
         },
     }
 }
 
 #[test]
-fn eevdf_step_1_fails_when_the_waker_does_not_wait() {
-    // The waker alone on its CPU: nothing to wait for.
-    assert_effect("eevdf-slice", &eevdf, 1, &|t| {
-        (t == "waker").then_some(R {
-            wait: 0.0,
-            progress: 950.0,
-            ..R::default()
-        })
-    });
+fn eevdf_step_1_has_no_check_it_is_the_baseline() {
+    assert!(lesson("eevdf-slice").steps[0].check.is_none());
 }
 
 #[test]
 fn eevdf_step_2_fails_when_the_short_slice_is_ignored() {
-    // Before 6.12 the slice is ignored: the wait stays as with the default.
+    // Before 6.12 the slice is ignored: the hogs are switched out as with the default.
     assert_effect("eevdf-slice", &eevdf, 2, &|t| {
-        (t == "waker").then_some(R {
-            wait: 0.3,
-            progress: 600.0,
+        t.starts_with("hog").then_some(R {
+            cpu: 0.5,
+            involuntary: 200.0,
             ..R::default()
         })
     });
@@ -336,7 +331,7 @@ fn older_kernels_skip_the_steps_they_cannot_show_and_say_why() {
     };
     let old = on("eevdf-slice", (6, 6));
     assert!(
-        old.steps[0].check.is_some(),
+        !old.steps[0].caption.starts_with(SKIPPED),
         "the default slice shows on 6.6"
     );
     for s in &old.steps[1..] {
