@@ -334,6 +334,9 @@ fn older_kernels_skip_the_steps_they_cannot_show_and_say_why() {
         !old.steps[0].caption.starts_with(SKIPPED),
         "the default slice shows on 6.6"
     );
+    let cfs = on("eevdf-slice", (6, 5));
+    assert!(cfs.steps.iter().all(|s| s.caption.starts_with(SKIPPED)));
+    assert!(cfs.steps[0].caption.contains("needs kernel 6.6+"));
     for s in &old.steps[1..] {
         assert!(s.caption.starts_with(SKIPPED), "{}", s.caption);
         assert!(s.caption.contains("needs kernel 6.12+"), "{}", s.caption);
