@@ -109,7 +109,7 @@ fn headless(lesson: &Lesson, args: &LessonArgs) -> Result<()> {
             .then(|| format!("lesson-{}.png", lesson.name).into())
     });
     if let Some(path) = plot {
-        crate::plot::plot_run(&with_step_marks(run, &doc), &path)?;
+        crate::plot::plot_lesson(&with_step_marks(run, &doc), &doc, &path)?;
         if args.json.as_deref() != Some("-") {
             emit(&format!("plot: {}\n", path.display()))?;
         }
