@@ -612,8 +612,8 @@ fn no_string_errors_in_the_crate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     text_files(&root.join("src"), &[".rs"], &mut files);
-    let pattern = regex_lite::Regex::new(r"Result<[^<>]*(<[^<>]*>)?[^<>]*,\s*String>")
-        .expect("pattern");
+    let pattern =
+        regex_lite::Regex::new(r"Result<[^<>]*(<[^<>]*>)?[^<>]*,\s*String>").expect("pattern");
     let found: Vec<String> = files
         .iter()
         .flat_map(|path| {
@@ -625,5 +625,9 @@ fn no_string_errors_in_the_crate() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert!(found.is_empty(), "Result<_, String> in:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in:\n{}",
+        found.join("\n")
+    );
 }

@@ -6,9 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::output::{emit, print_report};
-use super::prepare::{
-    check_later, check_plot, finish, load_preset, sampling_interval, shape, system_knobs,
-};
+use super::prepare::{check_later, check_plot, finish, sampling_interval, shape, system_knobs};
+use super::target::load_preset;
 use super::usage;
 use crate::cli::{LessonArgs, SettingsArgs};
 use crate::headless::lesson::{play, with_step_marks};
