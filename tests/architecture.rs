@@ -536,19 +536,17 @@ fn h() -> crate::sampler::Batch { todo!() }
 fn absolute_paths(code: &str, path: &[String]) -> String {
     let mut out = String::with_capacity(code.len());
     let mut rest = code;
-    while let Some(at) = rest.find(|c: char| c == 's') {
+    while let Some(at) = rest.find('s') {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
         let before = out.chars().last();
         let word_start = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
         let mut up = 0;
         let mut tail = rest;
-        while word_start {
-            if let Some(t) = tail.strip_prefix("super::") {
+        if word_start {
+            while let Some(t) = tail.strip_prefix("super::") {
                 up += 1;
                 tail = t;
-            } else {
-                break;
             }
         }
         if up > 0 && up <= path.len() {
