@@ -118,6 +118,9 @@ fn bad_lessons_are_refused_in_one_line_naming_what_is_allowed() {
         (one_step("set = ['sys.no_such=1']\n"), "no_such"),
         (one_step("set = ['writer']\n"), "expected TASK.KNOB=VALUE"),
         (one_step("if_not = ['']\n"), "if_not has an empty reason"),
+        (one_step("set = ['reader.policy=batch']\nquestion = ' '\n"), "step 1: question is empty"),
+        (one_step(&format!("set = ['reader.policy=batch']\nquestion = '{}'\n", "x".repeat(400))), "question is 400 characters: allowed at most 320"),
+        (one_step("question = 'what now?'\n"), "the step has no set"),
         (one_step("[step.check]\nmetric = 'speed'\nat_least = 1\nsays = 's'\n"), "check metric \"speed\" is unknown: allowed are cpu, portion"),
         (one_step("[step.check]\nmetric = 'cpu'\ntask = 'nobody'\nat_least = 1\nsays = 's'\n"), "check task \"nobody\" is unknown: tasks of pipe-wakeup are writer, reader"),
         (one_step("[step.check]\nmetric = 'headline'\ntask = 'writer'\nat_least = 1\nsays = 's'\n"), "takes no task"),
@@ -141,6 +144,57 @@ fn bad_lessons_are_refused_in_one_line_naming_what_is_allowed() {
         e.contains("unknown lesson \"nope\": available are pipe-wakeup"),
         "{e}"
     );
+}
+
+#[test]
+fn a_step_may_ask_a_question_before_its_changes() {
+    let l = parse(&one_step(
+        "set = ['reader.policy=batch']\nquestion = '''\n  What will the writer's\n  switches do?'''\n",
+    ))
+    .expect("parses");
+    assert_eq!(
+        l.steps[0].question.as_deref(),
+        Some("What will the writer's switches do?"),
+        "one line, like the caption"
+    );
+    assert_eq!(
+        parse(&one_step("")).expect("parses").steps[0].question,
+        None
+    );
+    // The built-ins ask where predicting teaches.
+    let asked = |name: &str| {
+        load_in(name, None)
+            .expect("built-in")
+            .steps
+            .iter()
+            .filter(|s| s.question.is_some())
+            .count()
+    };
+    assert!(asked("pipe-wakeup") >= 1 && asked("nice-ladder") >= 1);
+}
+
+/// The headless document carries each step's question (it plays straight through).
+#[test]
+fn the_headless_document_carries_each_steps_question() {
+    let text = "name = 'l'\ntitle = 't'\npreset = 'rt-throttle'\n\
+        [[step]]\ncaption = 'a'\nlook = 'graph:headline'\nduration = '1s'\n\
+        [[step]]\ncaption = 'b'\nquestion = 'will fair get more?'\nset = ['fifo.policy=other']\n\
+        look = 'graph:headline'\nduration = '1s'\n";
+    let lesson = parse(text).expect("parses");
+    let live = live_with(&[(0.1, 100.0); 20]);
+    let run = crate::plot::tests::fixtures::run_report(2, "bytes");
+    let windows = [w(0.0, 1.0), w(1.0, 2.0)];
+    let doc = crate::report::lesson::lesson_report(
+        &lesson,
+        &run,
+        &live,
+        &windows,
+        &[None, None],
+        vec![Vec::new(), Vec::new()],
+    );
+    let json = serde_json::to_value(&doc).expect("serialises");
+    assert_eq!(json["steps"][0]["question"], serde_json::Value::Null);
+    assert_eq!(json["steps"][1]["question"], "will fair get more?");
 }
 
 #[test]

@@ -46,6 +46,9 @@ pub struct CheckReport {
 pub struct StepReport {
     pub step: usize,
     pub caption: String,
+    /// What the class is asked to predict before the step's changes (the workbench
+    /// waits for `right`; headless plays straight through).
+    pub question: Option<String>,
     pub look: String,
     pub start_s: f64,
     pub end_s: f64,
@@ -132,6 +135,7 @@ pub fn lesson_report(
         steps.push(StepReport {
             step: i + 1,
             caption: step.caption.clone(),
+            question: step.question.clone(),
             look: step.look.name(),
             start_s: w.from_s,
             end_s: w.to_s,

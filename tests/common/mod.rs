@@ -12,6 +12,7 @@ pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+pub mod docs;
 pub mod documents;
 pub mod hostile;
 pub mod tmux;

@@ -7,5 +7,5 @@ mod mount;
 mod values;
 
 pub use groups::Cgroups;
-pub use mount::{at, detect, detect_from, CgroupRoot, Version};
+pub use mount::{at, detect, detect_from, CgroupRoot, MountError, Version};
 pub use values::{precheck, CgroupValue, Quota, KNOBS};

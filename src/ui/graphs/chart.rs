@@ -5,16 +5,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::series::window;
+use super::series::{window, Series};
 use crate::app::App;
 use crate::report::si;
 use crate::ui::theme;
-
-/// One line of a chart.
-pub(super) struct Series {
-    pub(super) name: String,
-    pub(super) points: Vec<(f64, f64)>,
-}
 
 /// How a chart's value axis is scaled and labelled.
 #[derive(Clone, Copy)]
