@@ -341,6 +341,7 @@ fn older_kernels_skip_the_steps_they_cannot_show_and_say_why() {
         assert!(s.caption.starts_with(SKIPPED), "{}", s.caption);
         assert!(s.caption.contains("needs kernel 6.12+"), "{}", s.caption);
         assert!(s.check.is_none() && s.set.is_empty() && s.undo.is_empty());
+        assert!(s.question.is_none());
     }
     let old = on("deadline-cbs", (6, 11));
     assert!(old.steps[1].check.is_some());
