@@ -13,7 +13,8 @@ use std::time::Duration;
 use schedlab::error::KnobError;
 use schedlab::knob::sys::SystemKnobs;
 use schedlab::knob::sys::{Probe, SysKnob, SysSetting};
-use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
+use schedlab::knob::task::{apply, read_back, Deadline, SchedSettings};
+use schedlab::policy::Policy;
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";

@@ -403,7 +403,7 @@ fn trace_one_ping_pong(pp: &PingPong, tracer: Tracer) -> TracedPingPong {
     let rounds = pp
         .finish(Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let finished_ns = schedlab::workload::shm::monotonic_ns();
+    let finished_ns = schedlab::clock::monotonic_ns();
     wait_sleeping(&pp.tids);
     let after = pp.tids.map(counted);
 
