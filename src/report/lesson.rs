@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{EventReport, RunReport};
 use crate::lab::live::Live;
 use crate::lesson::check::{evaluate, known_reasons, show, Outcome, Verdict, Window};
-use crate::lesson::{Bound, Check, Lesson};
+use crate::lesson::{Bound, Check, Lesson, Metric};
 
 /// How a step ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -105,7 +105,9 @@ pub fn lesson_report(
             };
             evaluate(live, lesson.headline, c, *w, earlier)
         });
-        let mut known = known_reasons(live, *w, &refused, run.cpus);
+        // A step without a check has no verdict to excuse; its reasons are not shown.
+        let metric = check.as_ref().map_or(Metric::Cpu, |c| c.metric);
+        let mut known = known_reasons(live, *w, &refused, run.cpus, metric);
         known.extend(
             run.refused
                 .iter()
