@@ -3,6 +3,8 @@
 //! --headless`.
 
 pub mod check;
+#[cfg(test)]
+mod effect_tests;
 mod load;
 #[cfg(test)]
 mod tests;
