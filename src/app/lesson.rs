@@ -323,7 +323,13 @@ impl App {
                 inert.collect()
             } else {
                 inert
-                    .chain(known_reasons(&self.live, this, &p.refused[p.step], cpus))
+                    .chain(known_reasons(
+                        &self.live,
+                        this,
+                        &p.refused[p.step],
+                        cpus,
+                        c.metric,
+                    ))
                     .chain(step.if_not.iter().cloned())
                     .collect()
             };

@@ -140,8 +140,18 @@ fn eevdf(step: usize, task: &str) -> R {
 }
 
 #[test]
-fn eevdf_step_1_has_no_check_it_is_the_baseline() {
-    assert!(lesson("eevdf-slice").steps[0].check.is_none());
+fn eevdf_step_1_fails_when_the_hogs_do_not_share_equally() {
+    assert_effect("eevdf-slice", &eevdf, 1, &|t| match t {
+        "hog-0" => Some(R {
+            cpu: 0.8,
+            ..R::default()
+        }),
+        "hog-1" => Some(R {
+            cpu: 0.2,
+            ..R::default()
+        }),
+        _ => None,
+    });
 }
 
 #[test]
@@ -331,7 +341,7 @@ fn older_kernels_skip_the_steps_they_cannot_show_and_say_why() {
     };
     let old = on("eevdf-slice", (6, 6));
     assert!(
-        !old.steps[0].caption.starts_with(SKIPPED),
+        old.steps[0].check.is_some(),
         "the default slice shows on 6.6"
     );
     let cfs = on("eevdf-slice", (6, 5));

@@ -4,6 +4,8 @@
 
 pub mod check;
 #[cfg(test)]
+mod effect_tests;
+#[cfg(test)]
 mod effects;
 mod load;
 #[cfg(test)]

@@ -365,15 +365,22 @@ fn absolute_checks_read_tasks_groups_portions_and_the_headline() {
 #[test]
 fn known_reasons_name_refusals_foreign_load_and_a_single_cpu() {
     let mut live = live_with(&[(0.3, 50.0); 10]);
-    assert!(known_reasons(&live, w(0.0, 1.0), &[], 2).is_empty());
+    assert!(known_reasons(&live, w(0.0, 1.0), &[], 2, Metric::Cpu).is_empty());
     for k in 1..=10 {
         live.store.foreign.push_back((k as f64 * 0.1, 0.5));
     }
-    let r = known_reasons(&live, w(0.0, 1.0), &["sys.x=1: EPERM".into()], 1);
+    let refused = ["sys.x=1: EPERM".to_string()];
+    let r = known_reasons(&live, w(0.0, 1.0), &refused, 1, Metric::Cpu);
     assert_eq!(r.len(), 3, "{r:?}");
     assert!(r[0].contains("refused") && r[0].contains("EPERM"), "{r:?}");
     assert!(r[1].contains("other programs took 0.50 CPU"), "{r:?}");
     assert!(r[2].contains("1 CPU"), "{r:?}");
+    // Other programs and a single CPU take from every task of the experiment alike: a
+    // portion check's failure is not theirs. A refused change still excuses it.
+    let r = known_reasons(&live, w(0.0, 1.0), &refused, 1, Metric::Portion);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].contains("EPERM"), "{r:?}");
+    assert!(known_reasons(&live, w(0.0, 1.0), &[], 1, Metric::Portion).is_empty());
 }
 
 #[test]

@@ -11,7 +11,7 @@ use super::run::{
     draw_run_panels, panel_count, run_samples, third_of, Third, EVENT_OK, EVENT_REFUSED,
 };
 use super::style::{font, footed, footer_text, titled, LEGEND_W};
-use crate::report::counted;
+use crate::format::counted;
 use crate::report::lesson::{LessonReport, StepReport, StepResult};
 use crate::report::RunReport;
 

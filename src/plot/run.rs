@@ -13,7 +13,8 @@ use super::style::{
     color, footed, footer_text, headroom, label_rows, legend, line_chart, line_width, linear_top,
     plot_unit, si_tick, titled, trim_number, Axes, Line, LogTicks, Mark, Marker, LEGEND_W,
 };
-use crate::report::{counted, RunReport};
+use crate::format::counted;
+use crate::report::RunReport;
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
 pub(super) const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);

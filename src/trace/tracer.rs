@@ -10,8 +10,8 @@ use super::{
     grow, ring, tracefs, Aggregator, Decoder, TraceBatch, TraceError, TraceFinal, TraceTarget,
     Unusable, Wakings, Worker,
 };
+use crate::clock::monotonic_ns;
 use crate::sampler::Interval;
-use crate::workload::shm::monotonic_ns;
 
 /// The running tracer: a thread named "schedlab-trace" that owns the rings.
 pub struct Tracer {

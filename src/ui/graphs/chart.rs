@@ -7,7 +7,7 @@ use ratatui::Frame;
 
 use super::series::{window, Series};
 use crate::app::App;
-use crate::report::si;
+use crate::format::si;
 use crate::ui::theme;
 
 /// How a chart's value axis is scaled and labelled.
@@ -276,7 +276,7 @@ pub(super) fn marks_line(app: &App, hidden: usize, width: u16) -> Line<'static> 
     let hidden = (hidden > 0).then(|| {
         format!(
             "(+{} on a taller terminal)",
-            crate::report::counted(hidden as u64, "graph")
+            crate::format::counted(hidden as u64, "graph")
         )
     });
     let line = |changes: Vec<String>| {
