@@ -45,6 +45,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "cgroup-fairness",
         include_str!("../../presets/lessons/cgroup-fairness.toml"),
     ),
+    (
+        "priority-inversion",
+        include_str!("../../presets/lessons/priority-inversion.toml"),
+    ),
+    (
+        "cpu-bandwidth",
+        include_str!("../../presets/lessons/cpu-bandwidth.toml"),
+    ),
 ];
 
 /// The rt-throttle lesson for kernels where only the fair server acts (6.12+ without RT

@@ -40,6 +40,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "cgroup-fairness",
         include_str!("../../presets/cgroup-fairness.toml"),
     ),
+    (
+        "priority-inversion",
+        include_str!("../../presets/priority-inversion.toml"),
+    ),
+    (
+        "cpu-bandwidth",
+        include_str!("../../presets/cpu-bandwidth.toml"),
+    ),
 ];
 
 /// `$XDG_CONFIG_HOME/schedlab/presets`, or `~/.config/schedlab/presets`.

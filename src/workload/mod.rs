@@ -5,6 +5,7 @@ pub mod attach;
 pub mod contain;
 pub mod histogram;
 pub mod kinds;
+pub mod lock;
 pub mod make;
 pub mod shm;
 pub mod spawn;
