@@ -6,6 +6,8 @@ pub mod check;
 mod load;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_inversion_bandwidth;
 
 use std::time::Duration;
 
