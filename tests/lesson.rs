@@ -276,4 +276,15 @@ fn cpu_bandwidth_caps_the_group_and_throttles_the_ticker() {
         let (result, text) = step_result(&doc, k);
         assert_eq!(result, "pass", "step {}: {text}", k + 1);
     }
+    // cpu.stat says so too: no throttled period before the quota, some under it.
+    let throttled = |k: usize| doc["steps"][k]["throttling"][0]["throttled_periods"].as_u64();
+    assert_eq!(throttled(0), Some(0), "step 1: {}", doc["steps"][0]);
+    for k in [1, 2] {
+        assert!(
+            throttled(k).is_some_and(|n| n > 0),
+            "step {}: {}",
+            k + 1,
+            doc["steps"][k]
+        );
+    }
 }
