@@ -132,7 +132,7 @@ fn priority_inversion_steps_fail_without_their_effect() {
         "priority-inversion",
         &good,
         &[
-            // FIFO refused or medium FIFO from the start: the waiter never gets the lock.
+            // The waiter never gets the lock (its holder stuck from the start).
             (
                 0,
                 plan([(0.0, 45.0), (0.0, 45.0), (0.0, 45.0), (0.0, 45.0)]),
