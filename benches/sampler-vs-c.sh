@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The two sampler ratios the README quotes, side by side, ROUNDS times:
+# The two sampler ratios docs/src/reference/measurement.md quotes, side by side, ROUNDS times:
 #
 #  - in process (benches/sampler.rs, SAMPLER_SIDE_BY_SIDE=1): schedlab's reader against
 #    a naive sampler that reads and parses all four files of 16 tasks every round, same

@@ -131,6 +131,7 @@ fn reader(pid: i32, tids: &[i32]) -> Reader {
             tid,
             slot: None,
             latency: false,
+            outside: false,
         })
         .collect();
     Reader::new(targets, None)

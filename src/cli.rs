@@ -244,7 +244,8 @@ pub struct HeadlessArgs {
     /// With --trace: have the kernel write every sched_waking, not only those of
     /// cross-CPU wake-ups. Same-CPU wake-up latencies then start at sched_waking
     /// (about 1 us earlier) instead of sched_wakeup; costs a wake-up-heavy experiment
-    /// up to a tenth of its speed on a VM (README: "What tracing costs").
+    /// up to a tenth of its speed on a VM (docs/src/reference/tracing.md: "What tracing
+    /// costs").
     #[arg(long)]
     pub trace_every_waking: bool,
     #[command(flatten)]

@@ -12,17 +12,22 @@
 //!
 //! [`commands`] has one file per subcommand; [`headless`], [`check`] and [`tui`] drive an
 //! `Experiment`; [`workload`] starts and contains the tasks; [`error`] holds the errors
-//! callers tell apart.
+//! callers tell apart. The words every path shares each have one leaf module: [`clock`]
+//! (the monotonic clock), [`histogram`] (latency histograms), [`format`] (how numbers are
+//! printed) and [`policy`] (scheduling policies).
 
 pub mod app;
 pub mod check;
 pub mod cli;
+pub mod clock;
 pub mod columns;
 pub mod commands;
 pub mod cpuset;
 pub mod error;
 pub mod facts;
+pub mod format;
 pub mod headless;
+pub mod histogram;
 pub mod ideal;
 pub mod input;
 pub mod kconfig;
@@ -31,6 +36,7 @@ pub mod lab;
 pub mod lesson;
 pub mod outfile;
 pub mod plot;
+pub mod policy;
 pub mod preset;
 #[cfg(test)]
 mod proptests;

@@ -529,3 +529,142 @@ fn h() -> crate::sampler::Batch { todo!() }
         ]
     );
 }
+
+/// `code` (of the module at `path`, e.g. `["commands", "prepare"]`; `is_mod_rs` when its
+/// file is a mod.rs or lib.rs, whose `super` is one level higher) with `super::` and
+/// `self::` paths written as `crate::` paths.
+fn absolute_paths(code: &str, path: &[String]) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find('s') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let before = out.chars().last();
+        let word_start = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let mut up = 0;
+        let mut tail = rest;
+        if word_start {
+            while let Some(t) = tail.strip_prefix("super::") {
+                up += 1;
+                tail = t;
+            }
+        }
+        if up > 0 && up <= path.len() {
+            let base = &path[..path.len() - up];
+            out.push_str("crate::");
+            for p in base {
+                out.push_str(p);
+                out.push_str("::");
+            }
+            rest = tail;
+        } else if word_start && rest.starts_with("self::") {
+            out.push_str("crate::");
+            for p in path {
+                out.push_str(p);
+                out.push_str("::");
+            }
+            rest = &rest["self::".len()..];
+        } else {
+            out.push('s');
+            rest = &rest[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The import graph between the crate's files (modules by their path, `a::b`), test
+/// code left out; an import of a module's ancestor or descendant is not an edge (a
+/// parent declares and re-exports its children, children use what it holds).
+fn file_graph(src: &Path) -> Graph {
+    let lib = src.join("lib.rs");
+    let mut graph = Graph::new();
+    let mut modules: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let mut queue: VecDeque<(PathBuf, Vec<String>)> = VecDeque::from([(lib.clone(), Vec::new())]);
+    while let Some((file, path)) = queue.pop_front() {
+        let text = std::fs::read_to_string(&file).expect("a module's file");
+        let (code, test_mods) = blank_test_items(&blank_non_code(&text));
+        for child in declared_mods(&code) {
+            if test_mods.contains(&child) {
+                continue;
+            }
+            if let Some(f) = module_file(&file, &child) {
+                let mut p = path.clone();
+                p.push(child);
+                queue.push_back((f, p));
+            }
+        }
+        modules.push((file, path));
+    }
+    let known: BTreeSet<String> = modules.iter().map(|(_, p)| p.join("::")).collect();
+    for (file, path) in &modules {
+        if path.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("a module's file");
+        let (code, _) = blank_test_items(&blank_non_code(&text));
+        let me = path.join("::");
+        let shown = file
+            .strip_prefix(src.parent().unwrap_or(src))
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (line, import) in crate_paths(&absolute_paths(&code, path)) {
+            // The longest known module the path names.
+            let names: Vec<&str> = import.trim_start_matches("crate::").split("::").collect();
+            let target = (1..=names.len())
+                .rev()
+                .map(|n| names[..n].join("::"))
+                .find(|m| known.contains(m));
+            let Some(target) = target else { continue };
+            let related = target == me
+                || target.starts_with(&format!("{me}::"))
+                || me.starts_with(&format!("{target}::"));
+            if related {
+                continue;
+            }
+            graph
+                .entry(me.clone())
+                .or_default()
+                .entry(target)
+                .or_insert(Seen {
+                    file: shown.clone(),
+                    line,
+                    path: import,
+                });
+        }
+    }
+    graph
+}
+
+#[test]
+fn no_two_files_import_each_other_in_a_loop() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = file_graph(&src);
+    assert!(
+        graph
+            .get("commands::prepare")
+            .is_some_and(|m| m.contains_key("commands::target")),
+        "the scan sees sibling imports through super:: (prepare uses target): {:?}",
+        graph.get("commands::prepare")
+    );
+    let found: Vec<String> = cycles(&graph).iter().map(|c| describe(&graph, c)).collect();
+    assert!(
+        found.is_empty(),
+        "import cycles between files (move what both need to one of them, or below both):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn super_and_self_paths_are_read_as_crate_paths() {
+    let path = vec!["ui".to_string(), "graphs".to_string(), "chart".to_string()];
+    assert_eq!(
+        absolute_paths("use super::series::{window, Series};", &path),
+        "use crate::ui::graphs::series::{window, Series};"
+    );
+    assert_eq!(
+        absolute_paths("use super::super::theme; self::x::y; is_super::z", &path),
+        "use crate::ui::theme; crate::ui::graphs::chart::x::y; is_super::z"
+    );
+}

@@ -8,13 +8,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-fn run_json(args: &[&str]) -> Value {
-    let mut full = vec!["run"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["--json", "-"]);
-    common::json_output(&common::schedlab(&full))
-}
-
 fn task<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["tasks"]
         .as_array()
@@ -62,7 +55,7 @@ fn presets_lists_all_six_and_shows_one() {
 #[test]
 fn json_report_has_the_documented_shape_and_kernel_read_back() {
     let _guard = common::serial();
-    let r = run_json(&["pipe-wakeup", "--duration", "1s"]);
+    let r = common::run_json(&["pipe-wakeup", "--duration", "1s"]);
     for key in [
         "preset",
         "kernel",
@@ -140,7 +133,7 @@ fn batch_pipeline_is_not_wakeup_preempted() {
             .as_f64()
             .expect("rate")
     };
-    let other = run_json(&["pipe-wakeup", "--duration", "1.5s"]);
+    let other = common::run_json(&["pipe-wakeup", "--duration", "1.5s"]);
     // On 6.18 the pinned pipeline is bistable: one BATCH run in five to ten stays in
     // the ping-pong regime it would have under OTHER on a quiet machine, and with work
     // coming and going on the other CPU (a build beside the tests) most runs can
@@ -148,7 +141,7 @@ fn batch_pipeline_is_not_wakeup_preempted() {
     // a false failure rare even then.
     let mut seen = Vec::new();
     for _ in 0..10 {
-        let batch = run_json(&["pipe-wakeup", "--duration", "1.5s", "--variant", "batch"]);
+        let batch = common::run_json(&["pipe-wakeup", "--duration", "1.5s", "--variant", "batch"]);
         assert_eq!(task(&batch, "writer")["policy"], "batch");
         assert_eq!(task(&batch, "reader")["policy"], "batch");
         // Under OTHER nearly every write preempts the writer; under BATCH almost none does.
@@ -169,7 +162,7 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
     assert_rt_throttle_applies_fifo_and_the_spinner_owns_cpu0();
     assert_nice_ladder_applies_the_ladder_and_nice_decides_the_split();
     assert_yield_latency_applies_its_knobs_and_reports_latencies();
-    let r = run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
+    let r = common::run_json(&["pipe-affinity", "--duration", "1s", "--variant", "distinct"]);
     assert_eq!(task(&r, "producer")["cpus"], "0");
     assert_eq!(task(&r, "consumer")["cpus"], "1");
     assert_eq!(r["metrics"]["throughput_unit"], "loops/s");
@@ -177,7 +170,7 @@ fn every_preset_runs_headless_and_reports_what_the_kernel_applied() {
 }
 
 fn assert_rt_throttle_applies_fifo_and_the_spinner_owns_cpu0() {
-    let r = run_json(&["rt-throttle", "--duration", "1.2s"]);
+    let r = common::run_json(&["rt-throttle", "--duration", "1.2s"]);
     let fifo = task(&r, "fifo");
     assert_eq!(
         (fifo["policy"].as_str(), fifo["rt_priority"].as_u64()),
@@ -217,7 +210,7 @@ fn assert_rt_throttle_applies_fifo_and_the_spinner_owns_cpu0() {
 }
 
 fn assert_nice_ladder_applies_the_ladder_and_nice_decides_the_split() {
-    let r = run_json(&[
+    let r = common::run_json(&[
         "nice-ladder",
         "--duration",
         "1.5s",
@@ -252,7 +245,7 @@ fn assert_nice_ladder_applies_the_ladder_and_nice_decides_the_split() {
 }
 
 fn assert_yield_latency_applies_its_knobs_and_reports_latencies() {
-    let r = run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
+    let r = common::run_json(&["yield-latency", "--duration", "1s", "--set", "hog.count=2"]);
     assert_eq!(task(&r, "yield-0")["policy"], "fifo");
     assert_eq!(task(&r, "hog-1")["nice"], 10);
     let lat = &r["metrics"]["latency"];
@@ -268,7 +261,7 @@ fn assert_yield_latency_applies_its_knobs_and_reports_latencies() {
 }
 
 fn assert_parallel_build_runs_its_stages_to_the_end() {
-    let r = run_json(&[
+    let r = common::run_json(&[
         "parallel-build",
         "--duration",
         "30s",

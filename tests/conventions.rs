@@ -604,3 +604,30 @@ fn no_kernel_statement_found_wrong_comes_back() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Errors are typed (thiserror, or the crate's `Invalid`/`KnobError`): no function in
+/// the crate's sources returns or sends a bare `String` as its error.
+#[test]
+fn no_string_errors_in_the_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    text_files(&root.join("src"), &[".rs"], &mut files);
+    let pattern =
+        regex_lite::Regex::new(r"Result<[^<>]*(<[^<>]*>)?[^<>]*,\s*String>").expect("pattern");
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| pattern.is_match(l))
+                .map(|(n, l)| format!("{}:{}: {}", path.display(), n + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in:\n{}",
+        found.join("\n")
+    );
+}

@@ -392,18 +392,11 @@ fn a_failed_debugfs_mount_leaves_nothing_to_restore() {
     assert!(text.contains("nothing to restore"), "{text}");
 }
 
-fn debugfs_mounted() -> bool {
-    std::fs::read_to_string("/proc/mounts")
-        .expect("mounts")
-        .lines()
-        .any(|l| l.split_whitespace().nth(1) == Some("/sys/kernel/debug"))
-}
-
 /// Unmounts debugfs when dropped if it was not mounted when made.
 struct MountGuard(bool);
 impl Drop for MountGuard {
     fn drop(&mut self) {
-        if !self.0 && debugfs_mounted() {
+        if !self.0 && common::debugfs_mounted() {
             let _ = nix::mount::umount("/sys/kernel/debug");
         }
     }
@@ -415,8 +408,8 @@ fn a_mount_schedlab_did_not_make_is_never_unmounted() {
         return;
     }
     let _guard = common::serial();
-    let _mount = MountGuard(debugfs_mounted());
-    if !debugfs_mounted() {
+    let _mount = MountGuard(common::debugfs_mounted());
+    if !common::debugfs_mounted() {
         nix::mount::mount(
             Some("none"),
             "/sys/kernel/debug",
@@ -450,7 +443,7 @@ fn a_mount_schedlab_did_not_make_is_never_unmounted() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            debugfs_mounted(),
+            common::debugfs_mounted(),
             "the admin's debugfs was unmounted by {entry}"
         );
         assert!(!journal.exists());

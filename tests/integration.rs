@@ -13,6 +13,7 @@ mod check;
 mod check_diff;
 mod cli;
 mod conventions;
+mod docs;
 mod hardening;
 mod hostile_input;
 mod knobs;

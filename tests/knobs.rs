@@ -13,7 +13,8 @@ use std::time::Duration;
 use schedlab::error::KnobError;
 use schedlab::knob::sys::SystemKnobs;
 use schedlab::knob::sys::{Probe, SysKnob, SysSetting};
-use schedlab::knob::task::{apply, read_back, Deadline, Policy, SchedSettings};
+use schedlab::knob::task::{apply, read_back, Deadline, SchedSettings};
+use schedlab::policy::Policy;
 
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";
@@ -41,10 +42,6 @@ struct Restore {
     _serial: common::Serial,
 }
 
-fn debugfs_mounted() -> bool {
-    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(" /sys/kernel/debug debugfs"))
-}
-
 fn guard() -> Option<Restore> {
     if !common::require("root", common::is_root()) {
         return None;
@@ -64,7 +61,7 @@ fn guard() -> Option<Restore> {
             .filter(|f| Path::new(f).exists())
             .map(|f| (*f, read(f)))
             .collect(),
-        debugfs_was_mounted: debugfs_mounted(),
+        debugfs_was_mounted: common::debugfs_mounted(),
         _serial: serial,
     })
 }
@@ -89,7 +86,7 @@ impl Drop for Restore {
                 let _ = std::fs::write(path, value);
             }
         }
-        if !self.debugfs_was_mounted && debugfs_mounted() {
+        if !self.debugfs_was_mounted && common::debugfs_mounted() {
             let _ = Command::new("umount")
                 .arg("/sys/kernel/debug")
                 .stderr(Stdio::null())
@@ -203,7 +200,7 @@ fn unthrottled_rt_is_refused_while_rt_tasks_run_unless_insisted() {
 fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone() {
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let was_mounted = debugfs_mounted();
+    let was_mounted = common::debugfs_mounted();
     {
         let mut sys = SystemKnobs::new(journal_path(&dir));
         let unmounted = sys.set(&typed(SysKnob::Tunable("base_slice_ns"), "3000000"), false);
@@ -229,7 +226,7 @@ fn debugfs_knobs_explain_lockdown_and_missing_features_and_the_mount_is_undone()
         }
     }
     assert_eq!(
-        debugfs_mounted(),
+        common::debugfs_mounted(),
         was_mounted,
         "the journal undid the mount"
     );
@@ -1554,7 +1551,7 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
     let Some(_g) = guard() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let before = machine_state();
-    let was_mounted = debugfs_mounted();
+    let was_mounted = common::debugfs_mounted();
     let preset = sleepers_preset(dir.path(), &[("idle", "")]);
     let json = dir.path().join("r.json");
     let table = dir.path().join("table.txt");
@@ -1590,7 +1587,7 @@ fn run_with_mount_debugfs_under_lockdown_says_why_and_leaves_the_machine_as_it_w
     // mount and cgroup is as before.
     let fresh = Sleeper::new();
     assert_the_shown_base_slice_is_the_default(&fresh, during.base_slice.as_deref());
-    assert_eq!(debugfs_mounted(), was_mounted, "unmounted at exit");
+    assert_eq!(common::debugfs_mounted(), was_mounted, "unmounted at exit");
     assert_eq!(machine_state(), before);
 
     assert_a_set_refusal_ends_the_run_before_it_starts(&dir, &preset);
@@ -1615,7 +1612,7 @@ fn watch_debugfs_while_running(child: &mut Running) -> (std::process::ExitStatus
     let mut write_refused = None;
     let mut base_slice = None;
     let status = poll_while_running(child, Duration::from_secs(20), |_| {
-        if debugfs_mounted() {
+        if common::debugfs_mounted() {
             mounted_during = true;
             write_refused
                 .get_or_insert_with(|| write_errno("/sys/kernel/debug/sched/base_slice_ns"));
@@ -1744,7 +1741,7 @@ fn knobs_command_shows_what_proc_holds_right_now() {
         assert_eq!(k["writable"], true, "{k}");
     }
     // The debugfs knobs as /proc/mounts has it: without debugfs nothing can be read.
-    if !debugfs_mounted() {
+    if !common::debugfs_mounted() {
         for k in system.iter().filter(|k| {
             k["path"]
                 .as_str()

@@ -82,6 +82,12 @@ fn every_built_in_lesson_plays_through_in_the_workbench() {
                 break;
             }
             let k = shown_step(&screen).expect("a step");
+            // A step that asks shows its question alone; right makes its change.
+            if let Some(q) = &lesson.steps[k - 1].question {
+                pane.wait_until(q, |s| s.contains(&opening(q)));
+                pane.keys_at_once(&["Right"]);
+                pane.wait_until("the question answered", |s| !s.contains(&opening(q)));
+            }
             let caption = &lesson.steps[k - 1].caption;
             let screen = pane.wait_until(caption, |s| {
                 shown_step(s) != Some(k) || s.contains(&opening(caption))
@@ -140,6 +146,8 @@ fn headless_lessons_judge_every_step_and_say_why_one_did_not_pass() {
         let steps = doc["steps"].as_array().expect("steps");
         assert_eq!(steps.len(), lesson.steps.len(), "{name}: a result per step");
         for (s, want) in steps.iter().zip(&lesson.steps) {
+            // Headless plays a question straight through; the document carries it.
+            assert_eq!(s["question"].as_str(), want.question.as_deref());
             let result = s["result"].as_str().expect("result");
             if want.check.is_none() {
                 assert_eq!(result, "no-check");
@@ -286,5 +294,75 @@ fn cpu_bandwidth_caps_the_group_and_throttles_the_ticker() {
             k + 1,
             doc["steps"][k]
         );
+    }
+}
+
+/// `lesson`'s built-in text with only the steps `first..=last` (1-based) and the last
+/// one's knob changes removed.
+fn suppressed(name: &str, first: usize, last: usize) -> String {
+    let text = schedlab::lesson::BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .expect("built-in");
+    let parts: Vec<&str> = text.split("[[step]]").collect();
+    let mut out = parts[0].to_string();
+    for (i, part) in parts.iter().enumerate().take(last + 1).skip(first) {
+        out.push_str("[[step]]");
+        if i == last {
+            let kept: Vec<&str> = part.lines().filter(|l| !l.starts_with("set = ")).collect();
+            assert!(
+                kept.len() < part.lines().count(),
+                "{name} step {last} sets something"
+            );
+            out.push_str(&kept.join("\n"));
+            out.push('\n');
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// A built-in step played for real with its knob change left out: its check says NO.
+/// yield-latency's step 2 without moving a yielder to CPU 1 (a ratio check against step
+/// 1), and cgroup-fairness's step 2 alone without crowd's weight 400 (a portion check,
+/// which other programs' load does not excuse: a failure, not "not applicable"). Steps of
+/// 3 s leave 2 s after the settle time: enough samples on a busy machine.
+#[test]
+fn a_built_in_step_played_without_its_change_fails_its_check() {
+    let _guard = common::serial();
+    let before = machine();
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, first, last) in [("yield-latency", 1, 2), ("cgroup-fairness", 2, 2)] {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, suppressed(name, first, last)).expect("write");
+        let out = Command::new(common::exe())
+            .args(["lesson", path.to_str().expect("utf-8"), "--headless"])
+            .args(["--json", "-", "--step-time", "3s"])
+            .output()
+            .expect("run");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let step = &doc["steps"][last - first];
+        let text = step["check"]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("NO: "), "{name}: {step}");
+        let result = step["result"].as_str().expect("result");
+        let unmade = step["reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .filter_map(|r| r.as_str())
+            .any(|r| r.contains("refused") || r.contains("runs without a setting"));
+        if name == "cgroup-fairness" && !unmade {
+            assert_eq!(result, "fail", "{name}: {step}");
+            assert_eq!(out.status.code(), Some(1), "{name}");
+        } else {
+            assert!(
+                matches!(result, "fail" | "not-applicable"),
+                "{name}: {step}"
+            );
+        }
+        assert_as_found(&before, name);
     }
 }

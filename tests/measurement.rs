@@ -74,13 +74,6 @@ fn no_worker_polls_an_experiments_pipe_and_the_polled_variant_does() {
     assert!(polls[0].contains("fd=0<pipe:["), "{}", polls[0]);
 }
 
-fn run_json(args: &[&str]) -> Value {
-    let mut full = vec!["run"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["--json", "-"]);
-    common::json_output(&common::schedlab(&full))
-}
-
 #[test]
 fn yield_batches_without_a_switch_are_dropped_and_counted() {
     if !common::require("root (SCHED_FIFO)", common::is_root()) {
@@ -89,7 +82,7 @@ fn yield_batches_without_a_switch_are_dropped_and_counted() {
     let _guard = common::serial();
     // On two CPUs the yielders never hand over to each other: each sched_yield returns
     // at once. None of those batches may be timed as a switch.
-    let r = run_json(&[
+    let r = common::run_json(&[
         "yield-latency",
         "--duration",
         "1s",
@@ -105,7 +98,7 @@ fn yield_batches_without_a_switch_are_dropped_and_counted() {
 
     // Together on CPU 0 nearly every batch counts (a few at the start, before the
     // partner has left its start gate, may not).
-    let r = run_json(&["yield-latency", "--duration", "1s"]);
+    let r = common::run_json(&["yield-latency", "--duration", "1s"]);
     let lat = &r["metrics"]["latency"];
     let count = lat["count"].as_u64().expect("count");
     let dropped = r["metrics"]["latency_dropped"].as_u64().expect("dropped");
@@ -124,7 +117,7 @@ fn yield_batches_without_a_switch_are_dropped_and_counted() {
     let own = pids(&r);
     assert_eq!(own.len(), 2);
     assert_ne!(own[0], own[1], "two processes by default");
-    let threads = run_json(&[
+    let threads = common::run_json(&[
         "yield-latency",
         "--duration",
         "500ms",

@@ -121,13 +121,23 @@ fn a_run_holds_the_request_until_it_is_killed() {
         .args(["--set", "sys.cpu_dma_latency=0"])
         .env("SCHEDLAB_JOURNAL", &journal)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     let mut run = common::Spawned::spawn(&mut cmd, Some(&journal));
-    assert!(
-        common::wait_until(common::PATIENCE, || target() == 0),
-        "the run never held {DEVICE} at 0 (target {})",
-        target()
-    );
+    let held = common::wait_until(common::PATIENCE, || {
+        target() == 0 || !common::alive(run.id() as i32)
+    });
+    if !held || target() != 0 {
+        // Ended early (refused, say, by a knob lock another schedlab holds): say why.
+        let ended = run.wait_for_exit(Duration::from_secs(1));
+        let mut err = String::new();
+        if let (Some(_), Some(mut e)) = (ended, run.child().stderr.take()) {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        panic!(
+            "the run never held {DEVICE} at 0 (target {}); it ended: {ended:?} {err}",
+            target()
+        );
+    }
     let holders = other_holders();
     assert!(
         holders

@@ -3,66 +3,13 @@
 //! values, and `--speed` sets the pace.
 
 use crate::common;
+use crate::common::tmux::Tmux;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// A tmux server of its own running one shell command in a 110x32 window.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(cmd: &str, cwd: &Path) -> Tmux {
-        let socket = format!("schedlab-replay-test-{}", std::process::id());
-        let ok = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", "110", "-y", "32"])
-            .arg("-c")
-            .arg(cwd)
-            .arg(cmd)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "tmux new-session");
-        Tmux { socket }
-    }
-
-    fn key(&self, key: &str) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "0", key])
-            .status();
-    }
-
-    fn screen(&self) -> String {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-            .unwrap_or_default()
-    }
-
-    /// Polls the screen every 20 ms until `f` holds (at most `limit`): when it did.
-    fn wait_for(&self, limit: Duration, mut f: impl FnMut(&str) -> bool) -> Option<Instant> {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            if f(&self.screen()) {
-                return Some(Instant::now());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
 
 /// One task's row of one sample in the run's CSV.
 #[derive(Debug)]
@@ -171,20 +118,18 @@ fn a_recorded_run_replays_its_samples_at_the_asked_speed() {
 
     let speed = 4.0;
     let launched = Instant::now();
-    let t = Tmux::start(
-        &format!(
-            "{} replay {} --speed {speed}; echo SCHEDLAB-EXITED-$?; sleep 30",
-            common::exe().display(),
-            rec.display()
-        ),
-        dir.path(),
-    );
+    let journal = dir.path().join("journal.jsonl");
+    let rec_arg = rec.display().to_string();
+    let speed_arg = speed.to_string();
+    let Some(t) = Tmux::start(&["replay", &rec_arg, "--speed", &speed_arg], &journal) else {
+        return;
+    };
     let (up, done) = wait_for_the_last_sample(&t, &samples);
     assert_pace(launched, up, done, span, speed);
     assert_stepping_back_shows_each_sample(&t, &samples);
-    t.key("q");
+    t.keys(&["q"]);
     assert!(
-        t.wait_for(Duration::from_secs(10), |s| s.contains("SCHEDLAB-EXITED-0"))
+        t.when(Duration::from_secs(10), |s| s.contains("SCHEDLAB-EXITED-0"))
             .is_some(),
         "{}",
         t.screen()
@@ -297,11 +242,11 @@ fn assert_kinds_and_the_runs_tasks(records: &[Value], report: &Value) {
 fn wait_for_the_last_sample(t: &Tmux, samples: &[&[Row]]) -> (Instant, Instant) {
     // The player's clock starts at its first drawn frame (REPLAY in the header): from
     // there the pace is the player's, not how fast tmux and schedlab started.
-    let Some(up) = t.wait_for(Duration::from_secs(60), |s| s.contains("REPLAY")) else {
+    let Some(up) = t.when(Duration::from_secs(60), |s| s.contains("REPLAY")) else {
         panic!("the replay never drew:\n{}", t.screen());
     };
     let last: Vec<&Row> = samples[samples.len() - 1].iter().collect();
-    let done = t.wait_for(Duration::from_secs(60), |s| {
+    let done = t.when(Duration::from_secs(60), |s| {
         s.contains("REPLAY") && shows(s, &last)
     });
     let Some(done) = done else {
@@ -336,18 +281,18 @@ fn assert_pace(launched: Instant, up: Instant, done: Instant, span: Duration, sp
 
 /// Step back through the samples, paused: each shows that sample's recorded values.
 fn assert_stepping_back_shows_each_sample(t: &Tmux, samples: &[&[Row]]) {
-    t.key("Space");
+    t.keys(&["Space"]);
     assert!(
-        t.wait_for(Duration::from_secs(5), |s| s.contains("REPLAY paused"))
+        t.when(Duration::from_secs(5), |s| s.contains("REPLAY paused"))
             .is_some(),
         "{}",
         t.screen()
     );
     for back in 2..=4 {
         let want: Vec<&Row> = samples[samples.len() - back].iter().collect();
-        t.key(",");
+        t.keys(&[","]);
         assert!(
-            t.wait_for(Duration::from_secs(5), |s| shows(s, &want))
+            t.when(Duration::from_secs(5), |s| shows(s, &want))
                 .is_some(),
             "{back} samples from the end, want {want:?}:\n{}",
             t.screen()

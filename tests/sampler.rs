@@ -5,7 +5,8 @@ use crate::common;
 
 use std::time::Duration;
 
-use schedlab::knob::task::{apply, Policy, SchedSettings};
+use schedlab::knob::task::{apply, SchedSettings};
+use schedlab::policy::Policy;
 use schedlab::sampler::{Batch, Reader, Sampler, Target};
 
 fn spinning_thread(

@@ -41,13 +41,6 @@ impl Drop for JournalGuard {
     }
 }
 
-fn tracefs_mounted() -> bool {
-    std::fs::read_to_string("/proc/mounts")
-        .expect("/proc/mounts")
-        .lines()
-        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-}
-
 /// `perf record` of the scheduler tracepoints on every CPU, beside a tracer under test:
 /// an independent reader whose view of one task a failure prints (never asserted on).
 /// It puts tracefs back as it found it when stopped or dropped.
@@ -70,7 +63,7 @@ impl PerfBeside {
         for f in [&ctl, &ack] {
             nix::unistd::mkfifo(f, nix::sys::stat::Mode::S_IRWXU).ok()?;
         }
-        let tracefs_before = tracefs_mounted();
+        let tracefs_before = common::tracefs_mounted();
         let control = format!("fifo:{},{}", ctl.display(), ack.display());
         let child = std::process::Command::new("perf")
             .args([
@@ -183,7 +176,7 @@ impl PerfBeside {
             }
         }
         // perf mounts tracefs for itself and leaves it.
-        if !self.tracefs_before && tracefs_mounted() {
+        if !self.tracefs_before && common::tracefs_mounted() {
             let _ = nix::mount::umount("/sys/kernel/tracing");
         }
     }
@@ -288,7 +281,7 @@ fn ping_pong_counts_match_the_kernel_and_tracefs_is_unmounted_again() {
     }
     let _serial = common::serial();
     as_the_product();
-    let mounted_before = tracefs_mounted();
+    let mounted_before = common::tracefs_mounted();
     let mut guard = JournalGuard::new();
 
     let pp = ping_pong(Duration::from_secs(1));
@@ -303,7 +296,10 @@ fn ping_pong_counts_match_the_kernel_and_tracefs_is_unmounted_again() {
         &mut guard.journal,
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert!(tracefs_mounted(), "tracefs is mounted while tracing");
+    assert!(
+        common::tracefs_mounted(),
+        "tracefs is mounted while tracing"
+    );
 
     let run = trace_one_ping_pong(&pp, tracer);
     drop(pp);
@@ -364,7 +360,7 @@ fn ping_pong_counts_match_the_kernel_and_tracefs_is_unmounted_again() {
         assert!(r.ok(), "{r}");
     }
     assert_eq!(
-        tracefs_mounted(),
+        common::tracefs_mounted(),
         mounted_before,
         "tracefs left as it was found"
     );
@@ -403,7 +399,7 @@ fn trace_one_ping_pong(pp: &PingPong, tracer: Tracer) -> TracedPingPong {
     let rounds = pp
         .finish(Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let finished_ns = schedlab::workload::shm::monotonic_ns();
+    let finished_ns = schedlab::clock::monotonic_ns();
     wait_sleeping(&pp.tids);
     let after = pp.tids.map(counted);
 
@@ -601,7 +597,7 @@ fn a_non_target_process_is_not_counted() {
     }
     let _serial = common::serial();
     as_the_product();
-    let mounted_before = tracefs_mounted();
+    let mounted_before = common::tracefs_mounted();
     let mut guard = JournalGuard::new();
 
     // A target that sleeps 20 times, and one that never runs.
@@ -667,7 +663,7 @@ fn a_non_target_process_is_not_counted() {
     for r in guard.journal.restore() {
         assert!(r.ok(), "{r}");
     }
-    assert_eq!(tracefs_mounted(), mounted_before);
+    assert_eq!(common::tracefs_mounted(), mounted_before);
 }
 
 /// Two target threads: one that sleeps 20 times once told to go, and one blocked on a

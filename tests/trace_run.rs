@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 use schedlab::report::perfetto::{KeptWindow, Timeline};
 use schedlab::trace::{EventKind, SchedEvent, KEEP_MAX_EVENTS};
 
-fn tracefs_mounted() -> bool {
-    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| m.contains(" tracefs "))
-}
-
 /// schedlab with its own journal in `dir`, so a test never touches the machine's.
 fn schedlab(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(common::exe())
@@ -45,7 +41,7 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
         return;
     }
     let _serial = common::serial();
-    let mounted_before = tracefs_mounted();
+    let mounted_before = common::tracefs_mounted();
     let dir = tempfile::tempdir().expect("tempdir");
     let timeline = dir.path().join("timeline.pftrace");
     let out = schedlab(
@@ -64,7 +60,11 @@ fn traced_counts_agree_with_proc_and_the_timeline_opens() {
         ],
     );
     let r = common::json_output(&out);
-    assert_eq!(tracefs_mounted(), mounted_before, "tracefs as it was");
+    assert_eq!(
+        common::tracefs_mounted(),
+        mounted_before,
+        "tracefs as it was"
+    );
     let trace = &r["trace"];
     assert_eq!(trace["lost"], 0, "no events lost at this rate: {trace}");
     assert_eq!(trace["waking_cross_cpu_only"], true, "{trace}");
@@ -259,11 +259,11 @@ struct TracedRun {
 /// Run pipe-wakeup with `flag` under perf (its files in `dir`), and put tracefs back as
 /// it was.
 fn traced_run_under_perf(dir: &Path, flag: &str) -> TracedRun {
-    let mounted_before = tracefs_mounted();
+    let mounted_before = common::tracefs_mounted();
     let json = dir.join("run.json");
     let (record, timehist) = perf_sched_record_and_timehist(dir, flag, &json);
     // perf mounts tracefs for itself and leaves it: put the machine back as it was.
-    if !mounted_before && tracefs_mounted() {
+    if !mounted_before && common::tracefs_mounted() {
         let _ = nix::mount::umount("/sys/kernel/tracing");
     }
     assert!(

@@ -380,21 +380,13 @@ fn recording_from_the_workbench_and_replaying_it() {
     t.quit();
 }
 
-/// Whether tracefs is mounted anywhere (/proc/mounts' third field).
-fn tracefs_mounted() -> bool {
-    std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-}
-
 #[test]
 fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
     let _guard = common::serial();
     if !common::require("root (scheduler tracing)", common::is_root()) {
         return;
     }
-    let mounted_before = tracefs_mounted();
+    let mounted_before = common::tracefs_mounted();
     let dir = tempfile::tempdir().expect("tempdir");
     let Some(t) = Tmux::start(&["tui", "pipe-wakeup"], &dir.path().join("j")) else {
         return;
@@ -424,7 +416,7 @@ fn tracing_from_the_workbench_writes_a_perfetto_timeline_and_cleans_up() {
         "workers gone"
     );
     if !mounted_before {
-        assert!(!tracefs_mounted(), "tracefs left mounted");
+        assert!(!common::tracefs_mounted(), "tracefs left mounted");
     }
 }
 
@@ -435,7 +427,10 @@ fn assert_tracing_starts(t: &Tmux, mounted_before: bool) -> i32 {
     t.shows("tracing on");
     assert_header_says_trace(t);
     if !mounted_before {
-        assert!(tracefs_mounted(), "the trace mounted tracefs for the run");
+        assert!(
+            common::tracefs_mounted(),
+            "the trace mounted tracefs for the run"
+        );
     }
     // The trace's own graph and the preemptors line fill in from its intervals.
     t.shows("wakeup latency (trace)");

@@ -8,7 +8,8 @@ use crate::common;
 use std::sync::atomic::Ordering;
 
 use schedlab::cpuset::CpuSet;
-use schedlab::knob::task::{apply, Policy};
+use schedlab::knob::task::apply;
+use schedlab::policy::Policy;
 use schedlab::preset::setting::Setting;
 use schedlab::preset::{load, Preset, BUILTIN};
 use schedlab::system::online_cpus;

@@ -32,6 +32,8 @@ pub struct Playing {
     pub reasons: Vec<String>,
     /// Waiting for its preset's workload to start.
     pub waiting: bool,
+    /// The current step's question is shown; its changes wait for `right`.
+    pub asking: bool,
 }
 
 impl Playing {
@@ -51,6 +53,7 @@ impl Playing {
             outcome: None,
             reasons: Vec::new(),
             waiting: true,
+            asking: false,
         }
     }
 
@@ -154,11 +157,6 @@ impl App {
     /// Show step `k`; with `apply`, make its knob changes (remembering what they replace).
     fn enter_step(&mut self, k: usize, apply: bool) -> Vec<Effect> {
         let now = self.live.now_s();
-        let sys_now: Vec<(String, Option<String>)> = self
-            .knobs
-            .iter()
-            .map(|k| (k.name.clone(), k.value.clone()))
-            .collect();
         let Some(p) = self.lesson.as_mut() else {
             return Vec::new();
         };
@@ -168,6 +166,7 @@ impl App {
         p.entered_s = now;
         p.outcome = None;
         p.reasons.clear();
+        p.asking = false;
         let Some(step) = p.lesson.steps.get(k).cloned() else {
             self.say("end of the lesson: left arrow goes back, esc leaves it");
             return Vec::new();
@@ -177,6 +176,22 @@ impl App {
         if !apply {
             return Vec::new();
         }
+        if step.question.is_some() {
+            // The class predicts first: the changes wait for `right`.
+            p.asking = true;
+            p.undo[k].clear();
+            return Vec::new();
+        }
+        self.apply_step(k, step)
+    }
+
+    /// Make step `k`'s knob changes, remembering what they replace.
+    fn apply_step(&mut self, k: usize, step: crate::lesson::Step) -> Vec<Effect> {
+        let sys_now: Vec<(String, Option<String>)> = self
+            .knobs
+            .iter()
+            .map(|k| (k.name.clone(), k.value.clone()))
+            .collect();
         let Some(p) = self.lesson.as_mut() else {
             return Vec::new();
         };
@@ -200,7 +215,8 @@ impl App {
         effects
     }
 
-    /// `right`: close this step's window and go to the next (its changes applied).
+    /// `right`: make the changes of a step that asked its question (its window starts
+    /// then); otherwise close this step's window and go to the next (its changes applied).
     pub(super) fn lesson_forward(&mut self) -> Vec<Effect> {
         let now = self.live.now_s();
         let Some(p) = self.lesson.as_mut() else {
@@ -210,6 +226,17 @@ impl App {
             return Vec::new();
         }
         let k = p.step;
+        if p.asking {
+            p.asking = false;
+            p.clock_s = 0.0;
+            p.last_s = now;
+            p.entered_s = now;
+            let Some(step) = p.lesson.steps.get(k).cloned() else {
+                return Vec::new();
+            };
+            self.live.mark(format!("step {} change", k + 1));
+            return self.apply_step(k, step);
+        }
         p.windows[k] = Some(Window {
             from_s: p.entered_s,
             to_s: now,
@@ -249,7 +276,8 @@ impl App {
         let Some(p) = self.lesson.as_mut() else {
             return Vec::new();
         };
-        if p.waiting || p.finished() {
+        // A question waits for the class: no clock, nothing to judge yet.
+        if p.waiting || p.finished() || p.asking {
             return Vec::new();
         }
         if !p.paused {
@@ -295,7 +323,13 @@ impl App {
                 inert.collect()
             } else {
                 inert
-                    .chain(known_reasons(&self.live, this, &p.refused[p.step], cpus))
+                    .chain(known_reasons(
+                        &self.live,
+                        this,
+                        &p.refused[p.step],
+                        cpus,
+                        c.metric,
+                    ))
                     .chain(step.if_not.iter().cloned())
                     .collect()
             };
@@ -479,6 +513,61 @@ mod tests {
         // The step's check was judged on the samples: fifo took 90 % in the fixture.
         let p = app.lesson.as_ref().expect("playing");
         assert!(p.windows[0].is_some());
+    }
+
+    #[test]
+    fn a_step_with_a_question_shows_it_and_makes_its_change_on_right() {
+        let text = crate::lesson::BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "rt-throttle")
+            .map(|(_, t)| {
+                t.replacen(
+                    "set = [\"sys.rt_runtime_us=600000\"]",
+                    "question = \"What will fair's share do?\"\nset = [\"sys.rt_runtime_us=600000\"]",
+                    1,
+                )
+            })
+            .expect("built-in");
+        let lesson = crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses");
+        let (mut app, _) = in_lesson(lesson);
+        let screen = |app: &App| {
+            let shown = crate::ui::tests::draw(100, 32, |f, _| crate::ui::render(f, app));
+            shown
+                .buffer()
+                .content
+                .iter()
+                .map(|c| c.symbol())
+                .collect::<String>()
+        };
+        // Step 2 asks first: nothing changes, its clock and check wait.
+        assert!(applies(&key(&mut app, KeyCode::Right)).is_empty());
+        let p = app.lesson.as_ref().expect("playing");
+        assert_eq!((p.step, p.asking), (1, true));
+        assert!(screen(&app).contains("What will fair's share do?"));
+        for t in 3..80 {
+            assert!(app.update(Action::Batch(Box::new(batch(t)))).is_empty());
+        }
+        let p = app.lesson.as_ref().expect("playing");
+        assert_eq!((p.step, p.clock_s), (1, 0.0), "the question holds the step");
+        assert!(p.outcome.is_none(), "nothing to judge before the change");
+        // Right makes the change, and the step goes on as without a question.
+        let e = key(&mut app, KeyCode::Right);
+        assert_eq!(applies(&e), ["sys.rt_runtime_us=600000"]);
+        let p = app.lesson.as_ref().expect("playing");
+        assert_eq!((p.step, p.asking), (1, false));
+        assert!(!screen(&app).contains("What will fair's share do?"));
+        let e = key(&mut app, KeyCode::Right);
+        assert_eq!(applies(&e), ["fifo.policy=other"]);
+        // Back puts step 2's change back; a question not yet answered changed nothing.
+        let e = key(&mut app, KeyCode::Left);
+        assert_eq!(applies(&e), ["fifo.policy=fifo"]);
+        let e = key(&mut app, KeyCode::Left);
+        assert_eq!(applies(&e), ["sys.rt_runtime_us=950000"]);
+        assert!(
+            applies(&key(&mut app, KeyCode::Right)).is_empty(),
+            "asks again"
+        );
+        assert!(applies(&key(&mut app, KeyCode::Left)).is_empty());
     }
 
     #[test]

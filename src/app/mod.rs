@@ -24,8 +24,8 @@ use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
-use crate::knob::task::Policy;
 use crate::lab::record::RecordError;
+use crate::policy::Policy;
 use crate::preset::setting::Setting;
 use crate::sampler::{Batch, Interval, TaskSample};
 use crate::trace::{TraceBatch, TraceError};

@@ -425,9 +425,8 @@ fn latency_presets_get_per_interval_percentiles() {
     app.update(Action::Started(Box::new(s)));
     for t in 0..3u64 {
         let mut b = batch(t);
-        b.tasks[0].latency = crate::workload::histogram::Histogram::from_values(
-            (0..(t + 1) * 100).map(|v| 1000 + v),
-        );
+        b.tasks[0].latency =
+            crate::histogram::Histogram::from_values((0..(t + 1) * 100).map(|v| 1000 + v));
         app.update(Action::Batch(Box::new(b)));
     }
     assert_eq!(app.live.store.latency.len(), 3);

@@ -246,7 +246,7 @@ impl App {
             Column::Task => Key::Text(t.name.clone()),
             Column::PidTid => Key::Num(t.pid as f64 * 1e7 + t.tid as f64),
             Column::Policy => s.and_then(|s| s.policy()).map_or(Key::Missing, |p| {
-                Key::Text(crate::sampler::parse::policy_name(p).to_string())
+                Key::Text(crate::policy::policy_name(p).to_string())
             }),
             Column::Nice => num(s.and_then(|s| s.nice()).map(f64::from)),
             Column::Cpus => s

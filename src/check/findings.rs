@@ -9,11 +9,12 @@ use super::throttle;
 use super::verdict;
 use super::watch::Watched;
 use crate::facts::RtBandwidth;
+use crate::format::{ns, si};
 use crate::ideal::fairness_error;
 use crate::knob::sys::{self, SysKnob, SystemKnobs};
 use crate::lab::pingpong::Measured;
 use crate::report::check::{CheckData, Finding, Noise, Verdict, Worse, OTHER_LOAD_NOTE};
-use crate::report::{ns, si, RunReport, TaskReport};
+use crate::report::{RunReport, TaskReport};
 use crate::trace::TraceFinal;
 
 /// Other load (in CPUs) from which a problem verdict is only notable.
@@ -147,7 +148,7 @@ pub(super) fn traced_wakeup_finding(mut f: Finding, fin: &TraceFinal, vm: bool) 
             Verdict::Notable,
             format!(
                 "not judged: the trace lost {}",
-                crate::report::counted(fin.lost, "event")
+                crate::format::counted(fin.lost, "event")
             ),
         );
     }
@@ -183,7 +184,7 @@ impl PipeWakeup {
             .fold(0.0, f64::max);
         let ratio = if other > 0.0 { best / other } else { 0.0 };
         f.value = ratio;
-        let (div, unit) = crate::report::bytes_unit(best.max(other));
+        let (div, unit) = crate::format::bytes_unit(best.max(other));
         f.shown = format!(
             "{ratio:.2}x ({:.1} vs {:.1} {unit})",
             best / div,

@@ -11,11 +11,12 @@ use nix::sys::time::TimeSpec;
 use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
 
 use crate::cpuset::CpuSet;
+use crate::histogram::Histogram;
 use crate::knob::errno::{explain, WriteKind};
 use crate::knob::task::{read_back, set_affinity, set_policy};
-use crate::knob::{Policy, SchedSettings};
+use crate::knob::SchedSettings;
+use crate::policy::Policy;
 use crate::sampler::parse::{parse_proc_stat, CpuTimes};
-use crate::workload::histogram::Histogram;
 
 /// cyclictest's default interval (-i 1000).
 pub const INTERVAL: Duration = Duration::from_millis(1);

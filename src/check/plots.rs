@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::histogram::{bucket_bounds, Histogram};
 use crate::report::check::CheckReport;
-use crate::workload::histogram::{bucket_bounds, Histogram};
 
 /// Log-linear buckets are SUB per power of two; a quarter of them make one plotted bin, so a
 /// curve has 4 points per doubling: smooth enough, and still a histogram on a log axis.
-const MERGE: usize = crate::workload::histogram::REPORT_MERGE;
+const MERGE: usize = crate::histogram::REPORT_MERGE;
 
 /// Histogram as (latency in µs, % of wakeups) per bin, every bin between the first and
 /// the last non-empty one (empty bins as 0 so the curve drops to the axis).
@@ -72,7 +72,7 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             &path,
             "Timer wakeup latency, 1 ms clock_nanosleep (cyclictest)",
             &curves,
-            &footer(&crate::report::counted(wakeups, "wakeup")),
+            &footer(&crate::format::counted(wakeups, "wakeup")),
         )?;
         written.push(path);
     }
@@ -85,7 +85,7 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             &report.data.switch_cost,
             &footer(&format!(
                 "{}, each timed in tenths",
-                crate::report::counted(report.data.switch_cost.len() as u64, "run")
+                crate::format::counted(report.data.switch_cost.len() as u64, "run")
             )),
         )?;
         written.push(path);
@@ -99,7 +99,7 @@ pub fn write_plots(report: &CheckReport, dir: &Path) -> Result<Vec<PathBuf>> {
             &report.data.cpu_speed,
             &footer(&format!(
                 "{} measured",
-                crate::report::counted(report.data.cpu_speed.len() as u64, "CPU")
+                crate::format::counted(report.data.cpu_speed.len() as u64, "CPU")
             )),
         )?;
         written.push(path);

@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use super::measure::{self, Latency};
+use crate::format::ns;
 use crate::knob::sys::pmqos::{self, Request};
 use crate::report::check::{Finding, Verdict};
-use crate::report::ns;
 
 /// FIFO priority of the measuring thread, as cyclictest -p80.
 pub const PRIORITY: u32 = 80;
@@ -288,7 +288,7 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::histogram::Histogram;
+    use crate::histogram::Histogram;
 
     fn chunk_of(held: bool, values: &[u64]) -> Chunk {
         Chunk {

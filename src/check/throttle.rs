@@ -29,9 +29,9 @@ impl Windows {
     pub fn stretched(&self, promised_s: f64) -> Option<String> {
         (self.first_s > 2.0 * promised_s).then(|| {
             format!(
-                "the first throttled window lasted {}{} where {:.0} ms is promised, a start-up transient of this kernel when RT tasks start after a spell without any (README: rt-throttle's first window)",
+                "the first throttled window lasted {}{} where {:.0} ms is promised, a start-up transient of this kernel when RT tasks start after a spell without any (docs/src/known-effects.md: rt-throttle's first window)",
                 if self.first_unended { "at least " } else { "" },
-                crate::report::ns((self.first_s * 1e9) as u64),
+                crate::format::ns((self.first_s * 1e9) as u64),
                 promised_s * 1e3
             )
         })

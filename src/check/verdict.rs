@@ -1,8 +1,8 @@
 //! Verdicts of `schedlab check`: pure functions from numbers to ok / notable / problem.
 
 use crate::facts::{numbers, RtBandwidth};
+use crate::format::ns;
 use crate::report::check::Verdict;
-use crate::report::ns;
 
 /// An idle bare-metal machine with a stock (non-RT) kernel wakes a 1 ms timer within tens
 /// of us at p99; SCHED_OTHER adds its 50 us default timer slack on top.

@@ -253,7 +253,7 @@ mod tests {
         const NOT_US: i32 = -1;
         let me = std::process::id() as i32;
         let (wake, wakes) = mpsc::channel::<bool>();
-        let (ack, acks) = mpsc::channel::<Result<i32, String>>();
+        let (ack, acks) = mpsc::channel::<anyhow::Result<i32>>();
         let sleeper = std::thread::Builder::new()
             .name("rt-sleeper".into())
             .spawn(move || {
@@ -261,7 +261,7 @@ mod tests {
                 let _fifo = match become_fifo(1) {
                     Ok(g) => g,
                     Err(e) => {
-                        let _ = ack.send(Err(e.to_string()));
+                        let _ = ack.send(Err(e));
                         return;
                     }
                 };
@@ -285,7 +285,7 @@ mod tests {
         let slept = others.scan();
         assert!(!slept.contains(&name), "it slept all along: {slept:?}");
         wake.send(true).expect("wake");
-        assert_eq!(answer(), Ok(tid));
+        assert_eq!(answer().ok(), Some(tid));
         asleep(tid);
         let ran = others.scan();
         assert!(ran.contains(&name), "it ran once: {ran:?}");

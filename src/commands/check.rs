@@ -76,7 +76,7 @@ fn diff(args: CheckDiffArgs) -> Result<()> {
     if d.regressed > 0 {
         return Err(anyhow!(
             "check diff: {} worse than {base_name} beyond its noise: {}",
-            crate::report::counted(d.regressed as u64, "finding"),
+            crate::format::counted(d.regressed as u64, "finding"),
             d.regressed_titles().join(", ")
         ));
     }

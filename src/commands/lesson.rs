@@ -6,9 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::output::{emit, print_report};
-use super::prepare::{
-    check_later, check_plot, finish, load_preset, sampling_interval, shape, system_knobs,
-};
+use super::prepare::{check_later, check_plot, finish, sampling_interval, shape, system_knobs};
+use super::target::load_preset;
 use super::usage;
 use crate::cli::{LessonArgs, SettingsArgs};
 use crate::headless::lesson::{play, with_step_marks};
@@ -115,7 +114,7 @@ fn headless(lesson: &Lesson, args: &LessonArgs) -> Result<()> {
             .then(|| format!("lesson-{}.png", lesson.name).into())
     });
     if let Some(path) = plot {
-        crate::plot::plot_run(&with_step_marks(run, &doc), &path)?;
+        crate::plot::plot_lesson(&with_step_marks(run, &doc), &doc, &path)?;
         if args.json.as_deref() != Some("-") {
             emit(&format!("plot: {}\n", path.display()))?;
         }

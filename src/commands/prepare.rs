@@ -12,7 +12,7 @@ use crate::knob::journal;
 use crate::knob::sys::{self, SysKnob, SysSetting, SystemKnobs};
 use crate::lab::session::{route_typed, split_typed, untyped, Routed};
 use crate::preset::setting::{parse_duration, Setting};
-use crate::preset::{self, Preset};
+use crate::preset::Preset;
 
 /// Everything `run`, `sweep` and `compare` share: the preset with its overrides, timing,
 /// signals.
@@ -218,8 +218,4 @@ pub fn partial_exit(headless: &HeadlessArgs, refused: Option<String>) -> Result<
         )))),
         _ => Ok(()),
     }
-}
-
-pub fn load_preset(name: &str) -> Result<Preset> {
-    preset::load(name).map_err(|e| usage(format!("{e:#}")))
 }

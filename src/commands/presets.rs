@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::output::emit;
-use super::prepare::load_preset;
+use super::target::load_preset;
 use crate::preset::{self, setting::Setting, Preset, TaskGroup};
 
 pub fn presets(name: Option<&str>) -> Result<()> {

@@ -3,7 +3,6 @@
 
 use anyhow::Result;
 
-use super::prepare::load_preset;
 use super::usage;
 use crate::cli::TargetArgs;
 use crate::preset::adhoc::{self, Progress};
@@ -65,4 +64,9 @@ pub fn preset_for(preset: Option<&str>, target: &TargetArgs) -> Result<Preset> {
         return adhoc::attached(&with_settings).map_err(usage);
     }
     load_preset(preset.unwrap_or(DEFAULT_PRESET))
+}
+
+/// A preset by name or path; what is wrong with it is a usage error (exit 2).
+pub fn load_preset(name: &str) -> Result<Preset> {
+    crate::preset::load(name).map_err(|e| usage(format!("{e:#}")))
 }

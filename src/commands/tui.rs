@@ -52,7 +52,7 @@ pub fn tui_lesson(
     }
     let keymap = KeyMap::load(KeyMap::config_path().as_deref()).map_err(usage)?;
     let interval = sampling_interval(interval)?;
-    let preset = super::prepare::load_preset(&lesson.preset)?;
+    let preset = super::target::load_preset(&lesson.preset)?;
     let shaped = shape(preset, &SettingsArgs::default())?;
     open(
         shaped.preset,

@@ -102,17 +102,44 @@ fn lines_with<'a>(text: &'a str, needle: &str) -> Vec<&'a str> {
     text.lines().filter(|l| l.contains(needle)).collect()
 }
 
+/// README.md and the docs book's hand-written pages (docs/src/**/*.md but the kernel
+/// facts page, which is rendered from this module and would quote it whatever the
+/// texts say), one text.
+fn readme_and_docs() -> String {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("docs/src").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md")
+                && !path.ends_with("kernel-facts.md")
+            {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    walk(&root.join("docs/src"), &mut files);
+    assert!(files.len() > 10, "{files:?}");
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("readable"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The key numbers are quoted as `numbers` has them: the pipe-wakeup note, its lesson,
-/// `check`'s healthy text and the README's measurement quote the same BATCH gain; the
-/// nice-ladder figures are the check's threshold, the lesson's bound and the README's
-/// measurement, each from one place.
+/// `check`'s healthy text and the docs' measurement (README or the book) quote the same
+/// BATCH gain; the nice-ladder figures are the check's threshold, the lesson's bound and
+/// the docs' measurement, each from one place.
 #[test]
 fn the_texts_quote_the_key_numbers_as_facts_has_them() {
     use crate::check::verdict;
     let gain = numbers::BATCH_GAIN;
     let note = include_str!("../../presets/pipe-wakeup.toml");
     let lesson = include_str!("../../presets/lessons/pipe-wakeup.toml");
-    let readme = include_str!("../../README.md");
+    let docs = readme_and_docs();
     assert_eq!(
         lines_with(note, &format!("goes up {gain}")).len(),
         1,
@@ -120,7 +147,7 @@ fn the_texts_quote_the_key_numbers_as_facts_has_them() {
     );
     assert_eq!(lines_with(lesson, &format!("goes up {gain}")).len(), 1);
     assert!(verdict::batch_healthy().contains(gain));
-    let measured = lines_with(readme, "(writer and reader BATCH)");
+    let measured = lines_with(&docs, "(writer and reader BATCH)");
     assert!(
         !measured.is_empty() && measured.iter().all(|l| l.contains(&format!(": {gain}."))),
         "{measured:?}"
@@ -135,16 +162,16 @@ fn the_texts_quote_the_key_numbers_as_facts_has_them() {
 
     assert_eq!(verdict::FAIRNESS_OK, numbers::LADDER_ERROR_HEALTHY);
     assert!(verdict::fairness_healthy().contains(numbers::LADDER_ERROR_CHECK_RUN));
-    let readme_check = lines_with(readme, "ok       nice-ladder fairness error ");
+    let docs_check = lines_with(&docs, "ok       nice-ladder fairness error ");
     assert!(
-        !readme_check.is_empty()
-            && readme_check
+        !docs_check.is_empty()
+            && docs_check
                 .iter()
                 .all(|l| l.contains(&verdict::fairness_healthy())),
-        "{readme_check:?}"
+        "{docs_check:?}"
     );
     let ladder = format!("fairness error {}", numbers::LADDER_ERROR_MEASURED);
-    assert_eq!(lines_with(readme, &ladder).len(), 1, "{ladder}");
+    assert_eq!(lines_with(&docs, &ladder).len(), 1, "{ladder}");
     let ladder_lesson = crate::lesson::load_in("nice-ladder", None).expect("built-in");
     let check = ladder_lesson.steps[0]
         .check
@@ -163,7 +190,7 @@ fn the_texts_quote_the_key_numbers_as_facts_has_them() {
     // The RT figures: the fair server's default and the floor it puts under the sysctl.
     let rt_note = include_str!("../../presets/rt-throttle.toml");
     assert!(rt_note.contains(numbers::FAIR_SERVER_DEFAULT));
-    assert!(readme.contains(&format!(
+    assert!(docs.contains(&format!(
         "{} of 1000000 by default",
         numbers::RT_RUNTIME_FLOOR
     )));

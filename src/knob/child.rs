@@ -97,7 +97,7 @@ impl Child {
 
     /// SIGINT (an scx scheduler unloads its BPF scheduler and exits on it), then SIGKILL
     /// after `grace`. An error says it outlived SIGKILL too.
-    pub fn stop(&self, grace: Duration) -> Result<Stopped, String> {
+    pub fn stop(&self, grace: Duration) -> Result<Stopped, Outlived> {
         if !self.alive() {
             return Ok(Stopped::Gone);
         }
@@ -109,13 +109,21 @@ impl Child {
         if self.gone_within(KILL_WAIT) {
             return Ok(Stopped::Killed);
         }
-        Err(format!(
-            "{} (pid {}) still runs {} s after SIGKILL",
-            self.comm,
-            self.pid,
-            (grace + KILL_WAIT).as_secs()
-        ))
+        Err(Outlived {
+            comm: self.comm.clone(),
+            pid: self.pid,
+            secs: (grace + KILL_WAIT).as_secs(),
+        })
     }
+}
+
+/// A started process that was still there after SIGINT and SIGKILL.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{comm} (pid {pid}) still runs {secs} s after SIGKILL")]
+pub struct Outlived {
+    pub comm: String,
+    pub pid: i32,
+    pub secs: u64,
 }
 
 #[cfg(test)]

@@ -295,7 +295,7 @@ fn undo(entry: &Entry) -> Result<(), Failure> {
         Entry::Process(child) => child
             .stop(PROCESS_GRACE)
             .map(drop)
-            .map_err(|why| Failure::new(why, None)),
+            .map_err(|why| Failure::new(why.to_string(), None)),
     }
 }
 

@@ -12,4 +12,4 @@ pub mod scx;
 pub mod sys;
 pub mod task;
 
-pub use task::{Policy, SchedSettings};
+pub use task::SchedSettings;

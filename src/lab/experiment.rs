@@ -14,13 +14,13 @@ use super::describe::{Started, TaskInfo};
 use super::record::Recorder;
 use super::session::Session;
 use super::switches::{ProcSwitches, WindowCount};
+use crate::clock::monotonic_ns;
 use crate::error::KnobError;
 use crate::knob::sys::{SysKnob, SystemKnobs};
 use crate::preset::setting::Setting;
 use crate::preset::Preset;
 use crate::sampler::{Batch, Command, Interval, Sampler};
 use crate::trace::{TraceBatch, TraceError, TraceFinal, TraceTarget, Tracer, Wakings};
-use crate::workload::shm::monotonic_ns;
 
 /// How an experiment samples and summarises.
 #[derive(Clone, Debug)]

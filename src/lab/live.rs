@@ -13,7 +13,7 @@ use super::store::{Store, TaskRates};
 use crate::cpuset::CpuSet;
 use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
 use crate::knob::cgroup::stat::Throttling;
-use crate::knob::task::Policy;
+use crate::policy::Policy;
 use crate::preset::Headline;
 use crate::sampler::{Batch, TaskSample};
 use crate::trace::TraceBatch;

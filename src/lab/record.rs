@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::monotonic_ns;
 use crate::error::KnobError;
 use crate::knob::sys::KnobInfo;
 use crate::lab::describe::Started;
 use crate::sampler::Batch;
-use crate::workload::shm::monotonic_ns;
 
 pub const VERSION: u32 = 1;
 
@@ -252,8 +252,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("r.jsonl");
         let mut b = batch(3);
-        b.tasks[0].latency =
-            crate::workload::histogram::Histogram::from_values([1500, 1600, 90_000]);
+        b.tasks[0].latency = crate::histogram::Histogram::from_values([1500, 1600, 90_000]);
         {
             let mut rec = FileRecorder::create(&path).expect("create");
             rec.started(monotonic_ns(), &started());

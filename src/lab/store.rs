@@ -4,10 +4,10 @@
 use std::collections::VecDeque;
 
 use crate::cpuset::CpuSet;
+use crate::histogram::{bucket_bounds, Histogram};
 use crate::sampler::parse::CpuTimes;
 use crate::sampler::{Batch, TaskSample};
 use crate::trace::{Preemptor, TaskInterval, TraceBatch};
-use crate::workload::histogram::{bucket_bounds, Histogram};
 
 /// The latency of one sample interval, merged over the tasks that measure it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]

@@ -258,13 +258,24 @@ fn rate(r: &TaskRates, metric: Metric) -> f64 {
     }
 }
 
-/// What schedlab knows that may explain a check that did not pass: refused knob
-/// changes, foreign load over the window, fewer CPUs than the lesson assumes.
-pub fn known_reasons(live: &Live, w: Window, refused: &[String], cpus: usize) -> Vec<String> {
+/// What schedlab knows that may explain a check of `metric` that did not pass: refused
+/// knob changes, foreign load over the window, fewer CPUs than the lesson assumes. A
+/// `portion` is the tasks' split of the experiment's own CPU time: other programs and a
+/// single CPU take from every task alike and do not move it, so they excuse no portion.
+pub fn known_reasons(
+    live: &Live,
+    w: Window,
+    refused: &[String],
+    cpus: usize,
+    metric: Metric,
+) -> Vec<String> {
     let mut out: Vec<String> = refused
         .iter()
         .map(|r| format!("the kernel refused a change of this step: {r}"))
         .collect();
+    if metric == Metric::Portion {
+        return out;
+    }
     let foreign = pick(live.store.foreign.iter().copied(), &|t| {
         t > w.from_s && t <= w.to_s
     });

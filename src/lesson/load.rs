@@ -90,6 +90,7 @@ struct RawLesson {
 #[serde(deny_unknown_fields)]
 struct RawStep {
     caption: String,
+    question: Option<String>,
     #[serde(default)]
     set: Vec<String>,
     look: String,
@@ -252,6 +253,12 @@ fn step_from_raw(
             caption.len()
         )));
     }
+    let question = rs.question.as_deref().map(question_of).transpose()?;
+    if question.is_some() && rs.set.is_empty() {
+        return Err(Invalid::new(
+            "question is asked before the step's changes, and the step has no set: ask it in the caption, or give set",
+        ));
+    }
     let pace = parse_pace(&rs.duration)?;
     let look = parse_look(&rs.look)?;
     let (set, undo) = settings(&rs.set, preset, rt_tasks)?;
@@ -264,6 +271,7 @@ fn step_from_raw(
     }
     Ok(Step {
         caption,
+        question,
         set,
         undo,
         look,
@@ -271,6 +279,23 @@ fn step_from_raw(
         check,
         if_not: rs.if_not.iter().map(|r| r.trim().to_string()).collect(),
     })
+}
+
+/// A step's question, on one line like the caption and as short.
+fn question_of(text: &str) -> Result<String, Invalid> {
+    let q = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if q.is_empty() {
+        return Err(Invalid::new(
+            "question is empty: ask what the class should predict, or leave it out",
+        ));
+    }
+    if q.len() > CAPTION_MAX {
+        return Err(Invalid(format!(
+            "question is {} characters: allowed at most {CAPTION_MAX} (one sentence)",
+            q.len()
+        )));
+    }
+    Ok(q)
 }
 
 fn parse_pace(d: &str) -> Result<Pace, Invalid> {

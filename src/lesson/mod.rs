@@ -3,11 +3,13 @@
 //! --headless`.
 
 pub mod check;
+#[cfg(test)]
+mod effect_tests;
 mod load;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_inversion_bandwidth;
+mod throttling_tests;
 
 use std::time::Duration;
 
@@ -40,6 +42,9 @@ pub struct Lesson {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Step {
     pub caption: String,
+    /// Asked before the step changes anything ("what will the writer's switches do?"):
+    /// the workbench shows it and makes the change when the teacher presses `right`.
+    pub question: Option<String>,
     /// Knob changes made when the step starts (the `--set` syntax).
     pub set: Vec<Setting>,
     /// What puts back the values `set` replaced (from the preset and earlier steps;

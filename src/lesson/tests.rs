@@ -118,6 +118,9 @@ fn bad_lessons_are_refused_in_one_line_naming_what_is_allowed() {
         (one_step("set = ['sys.no_such=1']\n"), "no_such"),
         (one_step("set = ['writer']\n"), "expected TASK.KNOB=VALUE"),
         (one_step("if_not = ['']\n"), "if_not has an empty reason"),
+        (one_step("set = ['reader.policy=batch']\nquestion = ' '\n"), "step 1: question is empty"),
+        (one_step(&format!("set = ['reader.policy=batch']\nquestion = '{}'\n", "x".repeat(400))), "question is 400 characters: allowed at most 320"),
+        (one_step("question = 'what now?'\n"), "the step has no set"),
         (one_step("[step.check]\nmetric = 'speed'\nat_least = 1\nsays = 's'\n"), "check metric \"speed\" is unknown: allowed are cpu, portion"),
         (one_step("[step.check]\nmetric = 'cpu'\ntask = 'nobody'\nat_least = 1\nsays = 's'\n"), "check task \"nobody\" is unknown: tasks of pipe-wakeup are writer, reader"),
         (one_step("[step.check]\nmetric = 'headline'\ntask = 'writer'\nat_least = 1\nsays = 's'\n"), "takes no task"),
@@ -141,6 +144,57 @@ fn bad_lessons_are_refused_in_one_line_naming_what_is_allowed() {
         e.contains("unknown lesson \"nope\": available are pipe-wakeup"),
         "{e}"
     );
+}
+
+#[test]
+fn a_step_may_ask_a_question_before_its_changes() {
+    let l = parse(&one_step(
+        "set = ['reader.policy=batch']\nquestion = '''\n  What will the writer's\n  switches do?'''\n",
+    ))
+    .expect("parses");
+    assert_eq!(
+        l.steps[0].question.as_deref(),
+        Some("What will the writer's switches do?"),
+        "one line, like the caption"
+    );
+    assert_eq!(
+        parse(&one_step("")).expect("parses").steps[0].question,
+        None
+    );
+    // The built-ins ask where predicting teaches.
+    let asked = |name: &str| {
+        load_in(name, None)
+            .expect("built-in")
+            .steps
+            .iter()
+            .filter(|s| s.question.is_some())
+            .count()
+    };
+    assert!(asked("pipe-wakeup") >= 1 && asked("nice-ladder") >= 1);
+}
+
+/// The headless document carries each step's question (it plays straight through).
+#[test]
+fn the_headless_document_carries_each_steps_question() {
+    let text = "name = 'l'\ntitle = 't'\npreset = 'rt-throttle'\n\
+        [[step]]\ncaption = 'a'\nlook = 'graph:headline'\nduration = '1s'\n\
+        [[step]]\ncaption = 'b'\nquestion = 'will fair get more?'\nset = ['fifo.policy=other']\n\
+        look = 'graph:headline'\nduration = '1s'\n";
+    let lesson = parse(text).expect("parses");
+    let live = live_with(&[(0.1, 100.0); 20]);
+    let run = crate::plot::tests::fixtures::run_report(2, "bytes");
+    let windows = [w(0.0, 1.0), w(1.0, 2.0)];
+    let doc = crate::report::lesson::lesson_report(
+        &lesson,
+        &run,
+        &live,
+        &windows,
+        &[None, None],
+        vec![Vec::new(), Vec::new()],
+    );
+    let json = serde_json::to_value(&doc).expect("serialises");
+    assert_eq!(json["steps"][0]["question"], serde_json::Value::Null);
+    assert_eq!(json["steps"][1]["question"], "will fair get more?");
 }
 
 #[test]
@@ -311,15 +365,22 @@ fn absolute_checks_read_tasks_groups_portions_and_the_headline() {
 #[test]
 fn known_reasons_name_refusals_foreign_load_and_a_single_cpu() {
     let mut live = live_with(&[(0.3, 50.0); 10]);
-    assert!(known_reasons(&live, w(0.0, 1.0), &[], 2).is_empty());
+    assert!(known_reasons(&live, w(0.0, 1.0), &[], 2, Metric::Cpu).is_empty());
     for k in 1..=10 {
         live.store.foreign.push_back((k as f64 * 0.1, 0.5));
     }
-    let r = known_reasons(&live, w(0.0, 1.0), &["sys.x=1: EPERM".into()], 1);
+    let refused = ["sys.x=1: EPERM".to_string()];
+    let r = known_reasons(&live, w(0.0, 1.0), &refused, 1, Metric::Cpu);
     assert_eq!(r.len(), 3, "{r:?}");
     assert!(r[0].contains("refused") && r[0].contains("EPERM"), "{r:?}");
     assert!(r[1].contains("other programs took 0.50 CPU"), "{r:?}");
     assert!(r[2].contains("1 CPU"), "{r:?}");
+    // Other programs and a single CPU take from every task of the experiment alike: a
+    // portion check's failure is not theirs. A refused change still excuses it.
+    let r = known_reasons(&live, w(0.0, 1.0), &refused, 1, Metric::Portion);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].contains("EPERM"), "{r:?}");
+    assert!(known_reasons(&live, w(0.0, 1.0), &[], 1, Metric::Portion).is_empty());
 }
 
 #[test]

@@ -11,8 +11,8 @@ use super::style::{
     titled, trim_number, Ticks, SUBTLE, TAB10, X_AREA,
 };
 use super::{Bar, Whisker};
+use crate::format::counted;
 use crate::report::compare::{ratio_text, short, CompareReport, MetricStats, Stats};
-use crate::report::counted;
 
 /// The compare panels: metrics with one unit share a panel, in first-seen order.
 pub(super) fn compare_panels(r: &CompareReport) -> Vec<(String, Vec<usize>)> {

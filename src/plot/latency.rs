@@ -9,7 +9,7 @@ use super::style::{
     color, footed, headroom, legend, line_chart, si_tick, titled, Axes, Line, Mark, Marker,
     LEGEND_W,
 };
-use crate::workload::histogram::{Percentiles, ReportBucket};
+use crate::histogram::{Percentiles, ReportBucket};
 
 /// One histogram: its name, bins as (low µs, high µs, % of samples), and marks such as
 /// ("p99", 120.0) in µs.

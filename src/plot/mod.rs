@@ -8,6 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::report::compare::CompareReport;
+use crate::report::lesson::LessonReport;
 use crate::report::sweep::SweepReport;
 use crate::report::RunReport;
 
@@ -22,6 +23,7 @@ use sweep::draw_sweep;
 mod compare;
 mod curves;
 mod latency;
+mod lesson;
 #[cfg(test)]
 mod reference;
 mod run;
@@ -76,6 +78,16 @@ pub fn plot_run(report: &RunReport, path: &Path) -> Result<()> {
         path,
         (TALL.0, run::run_height(report)),
         &Figure::Run(report),
+    )
+}
+
+/// A lesson's session (`run`, its steps marked as events) with a line per step judging it
+/// against its own expected effect; a fairness preset's whole-session bars are left out.
+pub fn plot_lesson(run: &RunReport, doc: &LessonReport, path: &Path) -> Result<()> {
+    save(
+        path,
+        (TALL.0, lesson::lesson_height(run, doc)),
+        &Figure::Lesson(run, doc),
     )
 }
 
@@ -178,6 +190,7 @@ enum Figure<'a> {
         footer: &'a str,
     },
     Run(&'a RunReport),
+    Lesson(&'a RunReport, &'a LessonReport),
     Sweep(&'a SweepReport),
     Compare(&'a CompareReport),
     Bars {
@@ -252,6 +265,7 @@ where
     root.fill(&WHITE)?;
     match figure {
         Figure::Run(r) => draw_run(&root, r)?,
+        Figure::Lesson(r, doc) => lesson::draw_lesson(&root, r, doc)?,
         Figure::Latency {
             title,
             curves,

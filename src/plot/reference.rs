@@ -200,8 +200,8 @@ fn latency_matches_reference() {
 /// A yield-latency run: switches around 1.2 µs with a tail to 3 ms, its p50 rising after
 /// the knob change at 2 s.
 fn yield_latency_report() -> RunReport {
+    use crate::histogram::Histogram;
     use crate::lab::store::LatencyInterval;
-    use crate::workload::histogram::Histogram;
     let mut r = run_report(2, "yields");
     r.preset = "yield-latency".into();
     for (t, name) in r.tasks.iter_mut().zip(["yield-0", "yield-1"]) {

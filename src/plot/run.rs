@@ -13,7 +13,8 @@ use super::style::{
     color, footed, footer_text, headroom, label_rows, legend, line_chart, line_width, linear_top,
     plot_unit, si_tick, titled, trim_number, Axes, Line, LogTicks, Mark, Marker, LEGEND_W,
 };
-use crate::report::{counted, RunReport};
+use crate::format::counted;
+use crate::report::RunReport;
 
 pub(super) const EVENT_OK: RGBColor = RGBColor(70, 70, 70);
 pub(super) const EVENT_REFUSED: RGBColor = RGBColor(200, 30, 30);
@@ -121,6 +122,39 @@ fn zero_keys(floor: f64, top: f64) -> Vec<f64> {
         .collect()
 }
 
+/// What a run figure's third panel (and fourth, for latency) shows.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Third {
+    /// Latency over time and the whole run's histogram.
+    Latency,
+    /// Measured against ideal share per task, over the whole run.
+    Fairness,
+    /// The headline group's throughput over time.
+    Throughput,
+    /// Nothing: a lesson's steps panel says what its headline did, step by step.
+    Nothing,
+}
+
+/// The third panel a run's preset asks for.
+pub(super) fn third_of(r: &RunReport) -> Third {
+    if shows_latency(r) {
+        Third::Latency
+    } else if r.tasks.iter().any(|t| t.ideal_share.is_some()) {
+        Third::Fairness
+    } else {
+        Third::Throughput
+    }
+}
+
+/// How many time-and-headline panels a figure with `third` has.
+pub(super) fn panel_count(third: Third) -> usize {
+    match third {
+        Third::Latency => 4,
+        Third::Fairness | Third::Throughput => 3,
+        Third::Nothing => 2,
+    }
+}
+
 pub(super) fn draw_run<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     r: &RunReport,
@@ -132,8 +166,20 @@ where
     let body = titled(root, &run_title(r), &run_subtitle(r))?;
     let (w, _) = body.dim_in_pixel();
     let (plots, side) = body.split_horizontally(w.saturating_sub(LEGEND_W));
-    let latency = shows_latency(r);
-    let panels = plots.split_evenly((if latency { 4 } else { 3 }, 1));
+    draw_run_panels(&plots, &side, r, third_of(r))
+}
+
+/// The run's panels in `plots` (CPU share, switches, then `third`), its legend in `side`.
+pub(super) fn draw_run_panels<DB: DrawingBackend>(
+    plots: &DrawingArea<DB, Shift>,
+    side: &DrawingArea<DB, Shift>,
+    r: &RunReport,
+    third: Third,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let panels = plots.split_evenly((panel_count(third), 1));
 
     let x_end = r
         .series
@@ -155,20 +201,20 @@ where
     };
     draw_cpu_share_panel(&panels[0], &axis, &lines.cpu)?;
     draw_switches_panel(&panels[1], &axis, &lines.switches)?;
-    let fair = r.tasks.iter().any(|t| t.ideal_share.is_some());
-    if latency {
-        draw_latency_time_panel(&panels[2], &axis, r)?;
-        draw_latency_histogram_panel(&panels[3], r)?;
-    } else if fair {
-        draw_fairness_panel(&panels[2], r)?;
-    } else {
-        draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?;
+    match third {
+        Third::Latency => {
+            draw_latency_time_panel(&panels[2], &axis, r)?;
+            draw_latency_histogram_panel(&panels[3], r)?;
+        }
+        Third::Fairness => draw_fairness_panel(&panels[2], r)?,
+        Third::Throughput => draw_throughput_panel(&panels[2], &axis, r, &lines.throughput)?,
+        Third::Nothing => {}
     }
-    draw_run_legend(&side, r, !markers.is_empty(), fair)
+    draw_run_legend(side, r, !markers.is_empty(), third)
 }
 
 /// "40 samples of 2 tasks": sample times, a millisecond apart or more.
-fn run_samples(r: &RunReport) -> String {
+pub(super) fn run_samples(r: &RunReport) -> String {
     let mut times: Vec<i64> = r
         .series
         .points
@@ -541,12 +587,12 @@ where
     bar_panel(area, &groups, &desc)
 }
 
-/// Tasks by colour (with their nice when not 0), the throughput line, the knob marker.
+/// Tasks by colour (with their nice when not 0), the third panel's lines, the knob marker.
 fn draw_run_legend<DB: DrawingBackend>(
     side: &DrawingArea<DB, Shift>,
     r: &RunReport,
     has_markers: bool,
-    fair: bool,
+    third: Third,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -571,22 +617,23 @@ where
             (label, color(i, n), Mark::Line)
         })
         .collect();
-    if shows_latency(r) {
-        for (what, c) in [
-            ("p50", LATENCY_P50),
-            ("p99", LATENCY_P99),
-            ("max", LATENCY_MAX),
-        ] {
-            entries.push((format!("latency {what} per interval"), c, Mark::Line));
+    match third {
+        Third::Latency => {
+            for (what, c) in [
+                ("p50", LATENCY_P50),
+                ("p99", LATENCY_P99),
+                ("max", LATENCY_MAX),
+            ] {
+                entries.push((format!("latency {what} per interval"), c, Mark::Line));
+            }
         }
-    } else if fair {
-        entries.push(("ideal share".into(), IDEAL, Mark::Line));
-    } else {
-        entries.push((
+        Third::Fairness => entries.push(("ideal share".into(), IDEAL, Mark::Line)),
+        Third::Throughput => entries.push((
             format!("{} throughput", r.metrics.headline.task),
             BLACK,
             Mark::Line,
-        ));
+        )),
+        Third::Nothing => {}
     }
     if has_markers {
         entries.push(("knob change".into(), EVENT_OK, Mark::Dashed));

@@ -12,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::si;
+use crate::format::si;
 
 /// The registered name of the embedded font; SVG files carry it as their font family, so
 /// a viewer with DejaVu Sans draws the same letters as the PNG.
@@ -108,7 +108,7 @@ where
 pub(super) fn footer_text(kernel: &str, cpus: usize, samples: &str) -> String {
     format!(
         "Linux {kernel}, {}; {}; {samples}",
-        crate::report::counted(cpus as u64, "CPU"),
+        crate::format::counted(cpus as u64, "CPU"),
         super::stamp()
     )
 }

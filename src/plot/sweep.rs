@@ -10,7 +10,7 @@ use super::style::{
     color, draw_note, footed, footer_text, house_mesh, legend, linear_top, panel_builder,
     plot_unit, titled, trim_number, Mark, Ticks, LEGEND_W, X_AREA,
 };
-use crate::report::counted;
+use crate::format::counted;
 use crate::report::sweep::SweepReport;
 
 /// Key points and labels of a sweep's x axis: the values themselves when they are all

@@ -5,7 +5,7 @@ use super::setting::{duration_ns, NiceLadder, Setting, MAX_COUNT};
 use super::{names_or_none, valid_name, CpuChoice, Preset, TaskGroup, TASK_KNOBS};
 use crate::error::Invalid;
 use crate::knob::cgroup::{self, CgroupValue};
-use crate::knob::task::Policy;
+use crate::policy::Policy;
 use crate::workload::kinds::check_param;
 use crate::workload::spec::Program;
 
@@ -370,7 +370,7 @@ mod tests {
 
     use super::super::fixtures::{builtin, set, two_cpus};
     use crate::cpuset::CpuSet;
-    use crate::knob::task::Policy;
+    use crate::policy::Policy;
     use crate::workload::kinds::WorkerKind;
     use crate::workload::spec::Program;
 

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::error::Invalid;
-use crate::knob::task::{Deadline, Policy, SchedSettings};
+use crate::knob::task::{Deadline, SchedSettings};
+use crate::policy::Policy;
 use crate::workload::spec::Program;
 
 pub mod adhoc;

@@ -11,7 +11,7 @@ use super::setting::{duration_ns, parse_duration, NiceLadder, Setting, MAX_COUNT
 use super::{valid_name, CpuChoice, Headline, Preset, TaskGroup, Variant};
 use crate::error::Invalid;
 use crate::knob::cgroup::CgroupValue;
-use crate::knob::task::Policy;
+use crate::policy::Policy;
 use crate::workload::kinds::{resolve_params, WorkerKind};
 use crate::workload::spec::Program;
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::setting::NiceLadder;
 use super::{instance_name, names_or_none, valid_name, Headline, Preset, TaskGroup};
 use crate::error::Invalid;
-use crate::knob::task::Policy;
+use crate::policy::Policy;
 use crate::workload::kinds::{kind_name, WorkerKind};
 use crate::workload::MAX_COUNT;
 

@@ -8,13 +8,13 @@ use super::{
     ns, rate, CpuPoint, CpuReport, EventReport, Headline, Metrics, RunReport, RunSeries,
     SeriesPoint, StageReport, TaskReport,
 };
+use crate::histogram::Percentiles;
 use crate::lab::experiment::Finished;
 use crate::lab::live::{Live, Summary};
 use crate::lab::store::{Store, FOREIGN_LIMIT_CPU};
+use crate::policy::policy_name;
 use crate::preset::{Headline as HeadlineKind, Preset};
-use crate::sampler::parse::policy_name;
 use crate::sampler::TaskSample;
-use crate::workload::histogram::Percentiles;
 use crate::workload::kinds::WorkerKind;
 use crate::workload::make::STAGES;
 use crate::workload::shm::{Shm, STAGE_WORDS};

@@ -10,7 +10,7 @@ use super::EventReport;
 use crate::lab::experiment::KnobEvent;
 use crate::lab::store::TaskRates;
 use crate::outfile::OutFile;
-use crate::sampler::parse::policy_name;
+use crate::policy::policy_name;
 use crate::sampler::TaskSample;
 use crate::trace::TaskInterval;
 use crate::workload::RunningTask;

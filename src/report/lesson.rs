@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{EventReport, RunReport};
 use crate::lab::live::Live;
 use crate::lesson::check::{evaluate, known_reasons, show, Outcome, Verdict, Window};
-use crate::lesson::{Bound, Check, Lesson};
+use crate::lesson::{Bound, Check, Lesson, Metric};
 
 /// How a step ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -46,6 +46,9 @@ pub struct CheckReport {
 pub struct StepReport {
     pub step: usize,
     pub caption: String,
+    /// What the class is asked to predict before the step's changes (the workbench
+    /// waits for `right`; headless plays straight through).
+    pub question: Option<String>,
     pub look: String,
     pub start_s: f64,
     pub end_s: f64,
@@ -120,7 +123,9 @@ pub fn lesson_report(
             };
             evaluate(live, lesson.headline, c, *w, earlier)
         });
-        let mut known = known_reasons(live, *w, &refused, run.cpus);
+        // A step without a check has no verdict to excuse; its reasons are not shown.
+        let metric = check.as_ref().map_or(Metric::Cpu, |c| c.metric);
+        let mut known = known_reasons(live, *w, &refused, run.cpus, metric);
         known.extend(
             run.refused
                 .iter()
@@ -147,6 +152,7 @@ pub fn lesson_report(
         steps.push(StepReport {
             step: i + 1,
             caption: step.caption.clone(),
+            question: step.question.clone(),
             look: step.look.name(),
             start_s: w.from_s,
             end_s: w.to_s,
@@ -245,4 +251,64 @@ pub fn render_lesson(r: &LessonReport) -> String {
         r.passed, r.not_applicable, r.failed
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::lab::fixtures::started;
+    use crate::lab::store::TaskRates;
+
+    /// Other programs take from every task of the experiment alike: they excuse a `cpu`
+    /// check that did not pass, never a `portion` check.
+    #[test]
+    fn foreign_load_excuses_a_cpu_check_but_not_a_portion_check() {
+        let text = crate::lesson::BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "rt-throttle")
+            .map(|(_, t)| *t)
+            .expect("built-in");
+        let lesson = crate::lesson::parse_with(text, "test", crate::preset::load).expect("parses");
+        // fifo and fair at half each for three 6 s steps, beside 0.5 CPU of other load:
+        // step 1 (fifo's cpu about 95 %) and step 3 (fifo's portion under 5 %) fail.
+        let mut live = Live::new(&started(), 1000, Duration::ZERO);
+        for k in 1..=180 {
+            let t_s = k as f64 * 0.1;
+            for task in &mut live.store.tasks {
+                task.points.push_back(TaskRates {
+                    t_s,
+                    cpu_share: 0.5,
+                    ..TaskRates::default()
+                });
+            }
+            live.store.foreign.push_back((t_s, 0.5));
+        }
+        let windows: Vec<Window> = (0..3)
+            .map(|i| Window {
+                from_s: i as f64 * 6.0,
+                to_s: (i + 1) as f64 * 6.0,
+            })
+            .collect();
+        let checks: Vec<Option<Check>> = lesson.steps.iter().map(|s| s.check.clone()).collect();
+        let run = crate::plot::tests::fixtures::run_report(2, "iterations");
+        let doc = lesson_report(&lesson, &run, &live, &windows, &checks, vec![vec![]; 3]);
+        assert_eq!(doc.steps[0].result, StepResult::NotApplicable);
+        assert!(
+            doc.steps[0].reasons[0].contains("other programs took 0.50 CPU"),
+            "{:?}",
+            doc.steps[0].reasons
+        );
+        assert_eq!(
+            doc.steps[2].check.as_ref().map(|c| c.metric.as_str()),
+            Some("portion")
+        );
+        assert_eq!(doc.steps[2].result, StepResult::Fail, "{:?}", doc.steps[2]);
+        assert!(doc.steps[2]
+            .reasons
+            .iter()
+            .all(|r| !r.contains("other programs took")));
+        assert!(!doc.ok());
+    }
 }

@@ -99,7 +99,7 @@ pub fn render(r: &SweepReport) -> String {
         r.knob,
         r.preset,
         r.kernel,
-        super::counted(r.cpus as u64, "CPU"),
+        crate::format::counted(r.cpus as u64, "CPU"),
         r.duration_s,
         if r.summary_from_s > 0.0 {
             format!(", measured after a {:.1} s warm-up", r.summary_from_s)

@@ -85,7 +85,7 @@ pub fn add_trace(report: &mut RunReport, f: &Finished, store: &Store) {
     if trace.lost > 0 {
         report.warnings.push(format!(
             "the trace lost {} (its rings were full): its counts are low by about that many",
-            super::counted(trace.lost, "event")
+            crate::format::counted(trace.lost, "event")
         ));
     }
     // The report's tasks are the workload's, in order: the same index as the store's.
@@ -407,7 +407,7 @@ pub fn write_table(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
         "scheduler trace: {} ({:.0}/s), {} lost, tracer {:.0} ns/event",
-        super::counted(t.events, "event"),
+        crate::format::counted(t.events, "event"),
         t.events_per_s,
         t.lost,
         t.tracer_ns_per_event

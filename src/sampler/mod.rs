@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::clock::monotonic_ns;
 use crate::cpuset::CpuSet;
+use crate::histogram::Histogram;
 use crate::workload::contain::Usage;
-use crate::workload::histogram::Histogram;
-use crate::workload::shm::{monotonic_ns, Shm};
+use crate::workload::shm::Shm;
 use files::{pread_all, SystemFiles, TaskFiles};
 use parse::{CpuTimes, SchedFile, Schedstat, StatFile};
 

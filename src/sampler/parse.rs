@@ -414,17 +414,6 @@ pub fn nice_from_prio(prio: i32) -> Option<i32> {
     (100..=139).contains(&prio).then(|| prio - 120)
 }
 
-/// Short lower-case name of a scheduling policy number: the knob path's names (one
-/// table), and sched_ext's, which schedlab reads but never sets.
-pub fn policy_name(policy: u32) -> &'static str {
-    const SCHED_EXT: u32 = 7;
-    match crate::knob::task::Policy::from_kernel(policy) {
-        Some(p) => p.name(),
-        None if policy == SCHED_EXT => "ext",
-        None => "unknown",
-    }
-}
-
 /// Lines split at '\n', like `split`, but searching eight bytes at a time: the line scan
 /// is most of the cost of the key-value files.
 fn lines(buf: &[u8]) -> Lines<'_> {

@@ -76,7 +76,7 @@ impl Worker {
 /// and lost, at the size of the records read), at least [`RING_GROWTH`] times `r`, at
 /// most [`RING_PAGES_MAX`]; a power of two.
 fn pages_for(r: &CpuRing) -> usize {
-    let elapsed = crate::workload::shm::monotonic_ns()
+    let elapsed = crate::clock::monotonic_ns()
         .saturating_sub(r.opened_ns)
         .max(1_000_000);
     let record = r

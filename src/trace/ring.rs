@@ -138,7 +138,7 @@ impl CpuRing {
             data_offset,
             data_size,
             pages: pages.next_power_of_two(),
-            opened_ns: crate::workload::shm::monotonic_ns(),
+            opened_ns: crate::clock::monotonic_ns(),
             read_bytes: 0,
             read_records: 0,
             lost: 0,

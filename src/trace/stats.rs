@@ -33,7 +33,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::workload::histogram::ReportBucket;
+use crate::histogram::ReportBucket;
 
 use super::{
     EventKind, LatencySummary, Preemptor, SchedEvent, TaskInterval, TaskSched, TraceTarget,

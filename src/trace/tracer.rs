@@ -10,8 +10,8 @@ use super::{
     grow, ring, tracefs, Aggregator, Decoder, TraceBatch, TraceError, TraceFinal, TraceTarget,
     Unusable, Wakings, Worker,
 };
+use crate::clock::monotonic_ns;
 use crate::sampler::Interval;
-use crate::workload::shm::monotonic_ns;
 
 /// The running tracer: a thread named "schedlab-trace" that owns the rings.
 pub struct Tracer {
@@ -76,7 +76,16 @@ impl Tracer {
         let (decoder, ids) = read_tracepoints(journal)?;
         let mut rings = Vec::with_capacity(cpus.count());
         for cpu in cpus.iter() {
-            rings.push(ring::CpuRing::open(cpu as u32, &ids, pages, wakings)?);
+            // A locked-memory limit that refuses the larger first ring still takes the
+            // old 4 MiB one (which then grows on loss, as far as the limit lets it).
+            let opened = ring::CpuRing::open(cpu as u32, &ids, pages, wakings).or_else(|e| {
+                if pages > ring::RING_PAGES {
+                    ring::CpuRing::open(cpu as u32, &ids, ring::RING_PAGES, wakings)
+                } else {
+                    Err(e)
+                }
+            })?;
+            rings.push(opened);
         }
         let waking_cross_cpu_only = rings.iter().all(|r| r.waking_filtered);
         let (tx, rx) = mpsc::channel();

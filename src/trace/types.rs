@@ -217,9 +217,9 @@ pub struct TaskSched {
     pub runq_delay: LatencySummary,
     /// `wakeup_latency`'s histogram: non-empty buckets, one per power of two of ns
     /// (bounds within hdrhistogram's 0.1 %).
-    pub wakeup_latency_histogram: Vec<crate::workload::histogram::ReportBucket>,
+    pub wakeup_latency_histogram: Vec<crate::histogram::ReportBucket>,
     /// `runq_delay`'s histogram, the same way.
-    pub runq_delay_histogram: Vec<crate::workload::histogram::ReportBucket>,
+    pub runq_delay_histogram: Vec<crate::histogram::ReportBucket>,
     /// Who was switched in when this task was preempted, top 5 by count.
     pub preemptors: Vec<Preemptor>,
 }

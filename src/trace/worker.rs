@@ -6,8 +6,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{grow, order, ring, Decoder, IdleGap, Sink, TraceBatch, TraceFinal, TraceTarget};
+use crate::clock::monotonic_ns;
 use crate::sampler::Interval;
-use crate::workload::shm::monotonic_ns;
 
 /// How often the rings are drained (or more often when an interval is shorter).
 const DRAIN_PERIOD_NS: u64 = 10_000_000;

@@ -75,6 +75,22 @@ fn lines(app: &App, p: &Playing) -> Vec<Line<'static>> {
             ),
         ];
     };
+    // The question comes alone: the caption tells the answer.
+    if let (Some(q), true) = (&step.question, p.asking) {
+        return vec![
+            Line::from(vec![
+                Span::styled("Predict: ", bold),
+                Span::styled(q.clone(), theme::lesson_frame(app)),
+            ]),
+            Line::styled(
+                format!(
+                    "Nothing has changed yet: {} makes the change.",
+                    app.key_label(crate::app::keys::Command::SeekForward)
+                ),
+                theme::dim(app),
+            ),
+        ];
+    }
     let mut out = vec![Line::styled(step.caption.clone(), bold)];
     out.push(Line::from(vec![
         Span::styled("Look at ", theme::dim(app)),
@@ -119,6 +135,10 @@ fn lines(app: &App, p: &Playing) -> Vec<Line<'static>> {
 fn title(app: &App, p: &Playing) -> Line<'static> {
     let n = p.lesson.steps.len();
     let clock = match p.current().map(|s| s.pace) {
+        _ if p.asking => format!(
+            "a question, {} makes the change",
+            app.key_label(crate::app::keys::Command::SeekForward)
+        ),
         Some(Pace::Timed(d)) => format!("{:.0}s of {:.0}s", p.clock_s, d.as_secs_f64()),
         Some(Pace::Key) => format!(
             "{:.0}s, {} for the next step",

@@ -51,7 +51,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         // Before the CPUs and the clock: a sched_ext scheduler changes every result.
         piece(format!("  {}", app.scheduler), Style::default(), Some(2)),
         piece(
-            format!("  {}", crate::report::counted(app.cpus as u64, "CPU")),
+            format!("  {}", crate::format::counted(app.cpus as u64, "CPU")),
             Style::default(),
             Some(4),
         ),
@@ -103,7 +103,7 @@ fn flags(app: &App) -> Vec<Piece> {
         let lost = app.live.store.trace_lost;
         if lost > 0 {
             pieces.push(piece(
-                format!(" LOST {}", crate::report::si(lost as f64)),
+                format!(" LOST {}", crate::format::si(lost as f64)),
                 theme::error(app),
                 None,
             ));

@@ -33,7 +33,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App, p: &Picker) {
     } else if p.filter.is_empty() {
         format!(
             " {}   / filter  enter attach  esc close",
-            crate::report::counted(shown.len() as u64, "process")
+            crate::format::counted(shown.len() as u64, "process")
         )
     } else {
         format!(

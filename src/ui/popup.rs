@@ -275,14 +275,14 @@ fn render_log(frame: &mut Frame, area: Rect, app: &App, scroll: usize) {
     } else {
         format!(
             " ({} below)",
-            crate::report::counted((max - scroll) as u64, "line")
+            crate::format::counted((max - scroll) as u64, "line")
         )
     };
     let errors = app.ui.log.iter().filter(|e| e.error).count();
     let title = format!(
         "messages: {} ({}), t on the run's clock{where_}",
         app.ui.log.len(),
-        crate::report::counted(errors as u64, "error")
+        crate::format::counted(errors as u64, "error")
     );
     frame.render_widget(Clear, r);
     frame.render_widget(

@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use super::theme;
 use crate::app::App;
-use crate::report::si;
+use crate::format::si;
 use crate::trace::Preemptor;
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {

@@ -9,8 +9,8 @@ use ratatui::Frame;
 
 use super::theme;
 use crate::app::{App, Branch, Column, Hit, Panel};
-use crate::report::{rate, si};
-use crate::sampler::parse::policy_name;
+use crate::format::{rate, si};
+use crate::policy::policy_name;
 
 /// Columns in the order they stay when the terminal is narrow.
 const PRIORITY: [Column; 12] = [
@@ -295,7 +295,7 @@ fn title(app: &App, shown: usize, offset: usize, visible: usize, hidden: usize) 
     if hidden > 0 {
         parts.push(format!(
             "+{} hidden",
-            crate::report::counted(hidden as u64, "col")
+            crate::format::counted(hidden as u64, "col")
         ));
     }
     format!(" {} ", parts.join(" | "))

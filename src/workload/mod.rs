@@ -3,7 +3,6 @@
 
 pub mod attach;
 pub mod contain;
-pub mod histogram;
 pub mod kinds;
 pub mod lock;
 pub mod make;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use anyhow::{bail, Context, Result};
 use memmap2::MmapMut;
 
-use super::histogram::AtomicHistogram;
+use crate::histogram::AtomicHistogram;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"schedlab");
 const VERSION: u32 = 2;
@@ -170,14 +170,6 @@ impl Shm {
             libc::syscall(libc::SYS_futex, go.as_ptr(), libc::FUTEX_WAIT, 0u32, &ts);
         }
     }
-}
-
-/// CLOCK_MONOTONIC in ns: the same clock in every process, so workers and the
-/// controller can compare timestamps.
-pub fn monotonic_ns() -> u64 {
-    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64);
-    ts.unwrap_or(0)
 }
 
 #[cfg(test)]

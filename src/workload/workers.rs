@@ -13,7 +13,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::kinds::WorkerKind;
-use super::shm::{monotonic_ns, state, Shm, Slot, STAGE_WORDS};
+use super::shm::{state, Shm, Slot, STAGE_WORDS};
+use crate::clock::monotonic_ns;
 
 /// Where a task finds its experiment's pipe ends. Never fds 0-2: Rust's runtime polls
 /// those before `main`, and a pipe that was ever polled runs the reader wake-up path

@@ -12,6 +12,7 @@ pub fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+pub mod docs;
 pub mod documents;
 pub mod hostile;
 pub mod tmux;
@@ -39,6 +40,34 @@ pub fn serial() -> Serial {
         _thread: thread,
         _machine: testing::machine_lock(),
     }
+}
+
+/// Whether a filesystem of type `fstype` is mounted anywhere (/proc/mounts' third field).
+pub fn fs_mounted(fstype: &str) -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some(fstype))
+}
+
+pub fn tracefs_mounted() -> bool {
+    fs_mounted("tracefs")
+}
+
+/// Whether debugfs is mounted at its place, /sys/kernel/debug.
+pub fn debugfs_mounted() -> bool {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/sys/kernel/debug"))
+}
+
+/// `schedlab run ARGS --json -`: its report (a failure shows its stderr).
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut full = vec!["run"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["--json", "-"]);
+    json_output(&schedlab(&full))
 }
 
 pub fn schedlab(args: &[&str]) -> Output {

@@ -150,6 +150,18 @@ impl Tmux {
         self.wait_until(text, |s| s.contains(text));
     }
 
+    /// Polls the screen every 20 ms until `f` holds (at most `limit`): the moment it did.
+    pub fn when(&self, limit: Duration, mut f: impl FnMut(&str) -> bool) -> Option<Instant> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if f(&self.screen()) {
+                return Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     pub fn wait_for(&self, text: &str, limit: Duration) -> Option<Duration> {
         let start = Instant::now();
         while start.elapsed() < limit {

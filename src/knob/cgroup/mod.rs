@@ -8,5 +8,5 @@ pub mod stat;
 mod values;
 
 pub use groups::Cgroups;
-pub use mount::{at, detect, detect_from, CgroupRoot, Version};
+pub use mount::{at, detect, detect_from, CgroupRoot, MountError, Version};
 pub use values::{precheck, CgroupValue, Quota, KNOBS};

@@ -77,7 +77,7 @@ pub fn at(
     mounts: &str,
     mount: &Path,
     controllers: &dyn Fn(&Path) -> Option<String>,
-) -> Result<CgroupRoot, String> {
+) -> Result<CgroupRoot, MountError> {
     let here: Vec<&str> = mounts
         .lines()
         .filter(|l| {
@@ -88,16 +88,21 @@ pub fn at(
         })
         .collect();
     if here.is_empty() {
-        return Err(format!("{} is not a cgroup mount", mount.display()));
+        return Err(MountError::NotCgroup(mount.to_path_buf()));
     }
-    detect_from(&here.join("\n"), controllers).ok_or_else(|| {
-        let listed = controllers(mount).unwrap_or_default();
-        format!(
-            "{} has no cpu controller (a v1 mount without the cpu option, or cgroup v2 whose cgroup.controllers lists only \"{}\": the cpu controller is bound to a v1 hierarchy)",
-            mount.display(),
-            listed.trim()
-        )
+    detect_from(&here.join("\n"), controllers).ok_or_else(|| MountError::NoCpu {
+        mount: mount.to_path_buf(),
+        listed: controllers(mount).unwrap_or_default().trim().to_string(),
     })
+}
+
+/// Why a given mount will not do as the cpu controller.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum MountError {
+    #[error("{} is not a cgroup mount", .0.display())]
+    NotCgroup(PathBuf),
+    #[error("{} has no cpu controller (a v1 mount without the cpu option, or cgroup v2 whose cgroup.controllers lists only \"{listed}\": the cpu controller is bound to a v1 hierarchy)", .mount.display())]
+    NoCpu { mount: PathBuf, listed: String },
 }
 
 /// /proc/mounts writes space, tab, newline and backslash in paths as octal escapes.
@@ -257,9 +262,9 @@ mod tests {
         );
         let hugetlb = |_: &Path| Some("hugetlb\n".to_string());
         let err = at(table, Path::new("/sys/fs/cgroup/unified"), &hugetlb).unwrap_err();
-        assert!(err.contains("lists only \"hugetlb\""), "{err}");
+        assert!(err.to_string().contains("lists only \"hugetlb\""), "{err}");
         assert_eq!(
-            at(table, Path::new("/tmp"), &with_cpu),
+            at(table, Path::new("/tmp"), &with_cpu).map_err(|e| e.to_string()),
             Err("/tmp is not a cgroup mount".into())
         );
         assert_eq!(

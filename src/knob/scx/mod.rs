@@ -13,25 +13,38 @@ pub use run::{names_match, switch};
 /// (scx_rusty takes about a second on a small machine; the verifier can take longer).
 pub const ENABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// Why the scheduler program the user named cannot be run.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ProgramError {
+    #[error("an empty program name")]
+    Empty,
+    #[error("{0} is not an executable file")]
+    NotExecutable(String),
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error("no program \"{0}\" on PATH")]
+    NotOnPath(String),
+}
+
 /// The scheduler program the user named: a path (it must be an executable file), or a
 /// name looked up on `path` (the `PATH` variable's value).
-pub fn resolve(text: &str, path: Option<&std::ffi::OsStr>) -> Result<PathBuf, String> {
+pub fn resolve(text: &str, path: Option<&std::ffi::OsStr>) -> Result<PathBuf, ProgramError> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         p.metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if text.is_empty() {
-        return Err("an empty program name".into());
+        return Err(ProgramError::Empty);
     }
     if text.contains('/') {
         let p = PathBuf::from(text);
         return if executable(&p) {
             Ok(p)
         } else if p.exists() {
-            Err(format!("{text} is not an executable file"))
+            Err(ProgramError::NotExecutable(text.to_string()))
         } else {
-            Err(format!("{text} does not exist"))
+            Err(ProgramError::Missing(text.to_string()))
         };
     }
     let dirs = path.map(std::env::split_paths).into_iter().flatten();
@@ -41,8 +54,5 @@ pub fn resolve(text: &str, path: Option<&std::ffi::OsStr>) -> Result<PathBuf, St
             return Ok(p);
         }
     }
-    Err(format!("no program \"{text}\" on PATH"))
+    Err(ProgramError::NotOnPath(text.to_string()))
 }
-
-#[cfg(test)]
-mod tests;

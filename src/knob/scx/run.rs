@@ -43,7 +43,9 @@ fn ours(journal: &Journal) -> Vec<Child> {
 
 fn stop_ours(journal: &Journal) -> Result<(), KnobError> {
     for child in ours(journal) {
-        child.stop(GRACE).map_err(KnobError::Refused)?;
+        child
+            .stop(GRACE)
+            .map_err(|e| KnobError::Refused(e.to_string()))?;
     }
     Ok(())
 }

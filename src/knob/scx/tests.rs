@@ -195,14 +195,14 @@ fn programs_are_found_by_path_or_on_path() {
     assert_eq!(resolve(&exe.display().to_string(), None), Ok(exe));
     assert_eq!(
         resolve("scx_nowhere", Some(&path)),
-        Err("no program \"scx_nowhere\" on PATH".into())
+        Err(ProgramError::NotOnPath("scx_nowhere".into()))
     );
     let shown = plain.display().to_string();
     assert_eq!(
-        resolve(&shown, None),
+        resolve(&shown, None).map_err(|e| e.to_string()),
         Err(format!("{shown} is not an executable file"))
     );
-    assert!(resolve("/no/such/scx", None).is_err_and(|e| e.ends_with("does not exist")));
+    assert!(resolve("/no/such/scx", None).is_err_and(|e| e.to_string().ends_with("does not exist")));
     assert!(names_match(Path::new("/usr/bin/scx_rusty"), "rusty"));
     assert!(names_match(Path::new("scx_simple"), "simple"));
     assert!(names_match(Path::new("/opt/my_scx_rusty"), "rusty"));

@@ -104,10 +104,8 @@ impl SysSetting {
 mod tests {
     use super::*;
 
-    fn parse(knob: SysKnob, text: &str) -> Result<SysValue, String> {
-        SysSetting::parse(knob, text)
-            .map(|s| s.value)
-            .map_err(|e| e.0)
+    fn parse(knob: SysKnob, text: &str) -> Result<SysValue, Invalid> {
+        SysSetting::parse(knob, text).map(|s| s.value)
     }
 
     #[test]
@@ -115,7 +113,7 @@ mod tests {
         assert_eq!(parse(SysKnob::RtRuntime, "-1"), Ok(SysValue::Int(-1)));
         assert_eq!(
             parse(SysKnob::RtRuntime, "-2"),
-            Err("sys.rt_runtime_us=-2: allowed -1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling; 6.12+: at least the fair servers' share of the period, 50000 of 1000000 by default, else EBUSY)".into())
+            Err(Invalid("sys.rt_runtime_us=-2: allowed -1 (no RT throttling; refused while RT spinners run) or 0..sched_rt_period_us, in us (1.. with RT group scheduling; 6.12+: at least the fair servers' share of the period, 50000 of 1000000 by default, else EBUSY)".to_string()))
         );
         assert!(parse(SysKnob::RtPeriod, "0").is_err());
         assert_eq!(
@@ -128,10 +126,12 @@ mod tests {
         );
         assert_eq!(
             parse(SysKnob::Feature("WA_IDLE".into()), "maybe"),
-            Err("sys.feature.WA_IDLE=maybe: allowed on or off".into())
+            Err(Invalid(
+                "sys.feature.WA_IDLE=maybe: allowed on or off".into()
+            ))
         );
         assert_eq!(
-            parse(SysKnob::Tunable("nr_migrate"), "0").map_err(|e| e.contains("1..2147483647")),
+            parse(SysKnob::Tunable("nr_migrate"), "0").map_err(|e| e.0.contains("1..2147483647")),
             Err(true)
         );
         assert_eq!(
@@ -159,7 +159,7 @@ mod tests {
         for bad in ["-1", "2000000001", "0x10", "10us", ""] {
             assert_eq!(
                 parse(qos.clone(), bad),
-                Err(format!("sys.cpu_dma_latency={bad}: allowed 0..2000000000 us (held while schedlab runs), or off/default (drops the request)")),
+                Err(Invalid(format!("sys.cpu_dma_latency={bad}: allowed 0..2000000000 us (held while schedlab runs), or off/default (drops the request)"))),
                 "{bad}"
             );
         }
@@ -174,9 +174,10 @@ mod tests {
         }
         let err = parse(SysKnob::SchedExt, "scx_not_installed_here").unwrap_err();
         let no_program = "sys.sched_ext=scx_not_installed_here: no program \"scx_not_installed_here\" on PATH; allowed off, or an scx scheduler program";
-        assert!(err.starts_with(no_program), "{err}");
+        assert!(err.0.starts_with(no_program), "{err}");
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        assert!(parse(SysKnob::SchedExt, manifest)
-            .is_err_and(|e| e.contains("/Cargo.toml is not an executable file; allowed off")));
+        assert!(parse(SysKnob::SchedExt, manifest).is_err_and(|e| e
+            .0
+            .contains("/Cargo.toml is not an executable file; allowed off")));
     }
 }

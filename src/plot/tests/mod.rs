@@ -350,6 +350,88 @@ fn run_plots_have_a_line_per_task_and_panel_and_mark_every_knob_change() {
     assert_eq!(svg.legend, run_legend(&empty), "no knob change row");
 }
 
+/// A lesson's document: three steps 4/3 s each, every check passed with `texts`.
+fn lesson_doc(texts: &[&str]) -> crate::report::lesson::LessonReport {
+    use crate::report::lesson::{CheckReport, LessonReport, StepReport, StepResult};
+    let steps: Vec<StepReport> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| StepReport {
+            step: i + 1,
+            caption: format!("caption {}", i + 1),
+            question: None,
+            look: "graph:headline".into(),
+            start_s: i as f64 * 4.0 / 3.0,
+            end_s: (i + 1) as f64 * 4.0 / 3.0,
+            changes: Vec::new(),
+            result: StepResult::Pass,
+            check: Some(CheckReport {
+                metric: "portion".into(),
+                task: Some("busy-0".into()),
+                says: "s".into(),
+                value: Some(0.2),
+                reference: None,
+                ratio: None,
+                unit: "share".into(),
+                settle_s: 0.5,
+                text: text.to_string(),
+            }),
+            reasons: Vec::new(),
+            throttling: Vec::new(),
+        })
+        .collect();
+    LessonReport {
+        lesson: "nice-ladder".into(),
+        title: "Nice values are weights".into(),
+        preset: "nice-ladder".into(),
+        kernel: "6.18.44".into(),
+        cpus: 2,
+        passed: steps.len(),
+        failed: 0,
+        not_applicable: 0,
+        steps,
+        warnings: Vec::new(),
+        interrupted: false,
+    }
+}
+
+/// A lesson whose checks all passed once plotted "fairness error 40.1 %": the whole
+/// session's shares against the last step's ideal. Each step is judged on its own.
+#[test]
+fn a_lesson_plot_judges_each_step_against_its_own_expectation() {
+    let out = Out::new();
+    let mut run = run_report(3, "loops");
+    for (t, ideal) in run.tasks.iter_mut().zip([0.6, 0.3, 0.1]) {
+        t.ideal_share = Some(ideal);
+    }
+    run.metrics.fairness_error = Some(0.401);
+    let doc = lesson_doc(&[
+        "yes: little CPU time went to the wrong task (12.3 %; expected <= 20.0 %)",
+        "yes: the nice 0 loop gets about a fifth (20.1 %; expected 17.0 %..23.0 %)",
+        "yes: the nice 0 loop is down to 1/21 (4.8 %; expected 3.0 %..7.0 %)",
+    ]);
+    plot_lesson(&run, &doc, &out.path("lesson.png")).unwrap();
+    out.check_png("lesson.png", 20_000);
+    plot_lesson(&run, &doc, &out.path("lesson.svg")).unwrap();
+    let svg = Svg::parse(&out.read_svg("lesson.svg"));
+    assert!(
+        !svg.texts.iter().any(|t| t.contains("fairness error")),
+        "no whole-session fairness error: {:?}",
+        svg.texts
+    );
+    assert!(!svg.legend.iter().any(|(_, l)| l == "ideal share"));
+    for text in [
+        "lesson nice-ladder on nice-ladder - Linux 6.18.44, 2 CPUs",
+        "Nice values are weights; 3 of 3 checks passed, 0 not applicable here, 0 failed",
+        "step 1 (0.0-1.3 s), pass: little CPU time went to the wrong task (12.3 %; expected <= 20.0 %)",
+        "step 2 (1.3-2.7 s), pass: the nice 0 loop gets about a fifth (20.1 %; expected 17.0 %..23.0 %)",
+        "step 3 (2.7-4.0 s), pass: the nice 0 loop is down to 1/21 (4.8 %; expected 3.0 %..7.0 %)",
+    ] {
+        assert_eq!(svg.count(text), 1, "{text:?} in {:?}", svg.texts);
+    }
+    assert_eq!(svg.count("time (s)"), 2, "CPU share and switches over time");
+}
+
 #[test]
 fn sweep_plots_have_a_line_per_task_and_one_for_the_headline() {
     let out = Out::new();

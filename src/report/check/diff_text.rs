@@ -114,7 +114,7 @@ fn closing(d: &DiffReport) -> String {
     if d.regressed > 0 {
         format!(
             "=> REGRESSED: {} worse than the baseline beyond its noise ({}); {counts}\n",
-            crate::report::counted(d.regressed as u64, "finding"),
+            crate::format::counted(d.regressed as u64, "finding"),
             d.regressed_titles().join(", ")
         )
     } else {

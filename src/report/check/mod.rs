@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::workload::histogram::Histogram;
+use crate::histogram::Histogram;
 
 pub use diff::{diff, Compared, DiffReport, Moved};
 pub use diff_text::render_diff;

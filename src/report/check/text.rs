@@ -21,7 +21,7 @@ fn header(r: &CheckReport) -> String {
         out,
         "schedlab check on Linux {} ({}{}){}",
         r.kernel,
-        crate::report::counted(r.cpus as u64, "CPU"),
+        crate::format::counted(r.cpus as u64, "CPU"),
         if r.vm { ", virtual machine" } else { "" },
         if r.quick { ", quick" } else { "" }
     );

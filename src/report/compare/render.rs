@@ -9,7 +9,7 @@ use super::{CompareReport, MetricStats, Stats};
 pub fn display_unit(unit: &str, max_abs: f64) -> (f64, String) {
     match unit {
         "bytes/s" => {
-            let (div, shown) = crate::report::bytes_unit(max_abs);
+            let (div, shown) = crate::format::bytes_unit(max_abs);
             (div, shown.into())
         }
         "ns" if max_abs >= 1e6 => (1e6, "ms".into()),
@@ -83,8 +83,8 @@ fn render_heading(r: &CompareReport) -> String {
         "compare {} on Linux {} ({}): {} of A then B, {:.1} s each{}",
         r.preset,
         r.kernel,
-        crate::report::counted(r.cpus as u64, "CPU"),
-        crate::report::counted(r.rounds as u64, "round"),
+        crate::format::counted(r.cpus as u64, "CPU"),
+        crate::format::counted(r.rounds as u64, "round"),
         r.duration_s,
         if r.interrupted { " (interrupted)" } else { "" }
     );

@@ -28,15 +28,32 @@ pub struct Contents {
     pub instants: Vec<String>,
 }
 
+/// Why the bytes are not a trace as schedlab writes one.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+impl From<&str> for Malformed {
+    fn from(why: &str) -> Self {
+        Malformed(why.to_string())
+    }
+}
+
+impl From<String> for Malformed {
+    fn from(why: String) -> Self {
+        Malformed(why)
+    }
+}
+
 /// Read `b`, a Trace; an error names what is malformed.
-pub fn read(b: &[u8]) -> Result<Contents, String> {
+pub fn read(b: &[u8]) -> Result<Contents, Malformed> {
     let mut c = Contents::default();
     // The switches and wake records with their times: bundles are per CPU, so the file's
     // order is not the events'.
     let mut timed = Vec::new();
     for (n, packet) in fields(b)? {
         if n != 1 {
-            return Err(format!("Trace field {n}, not packet (1)"));
+            return Err(format!("Trace field {n}, not packet (1)").into());
         }
         let packet = fields(bytes(packet)?)?;
         for (n, v) in &packet {
@@ -57,7 +74,7 @@ pub fn read(b: &[u8]) -> Result<Contents, String> {
 
 type Value<'a> = Result<u64, &'a [u8]>;
 
-fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, WakeRecord)>) -> Result<(), String> {
+fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, WakeRecord)>) -> Result<(), Malformed> {
     let f = fields(b)?;
     let cpu = get(&f, 1).ok_or("a bundle without cpu")?;
     c.cpus
@@ -84,12 +101,12 @@ fn bundle(b: &[u8], c: &mut Contents, timed: &mut Vec<(u64, WakeRecord)>) -> Res
 }
 
 /// Field `n` of message `m`, a pid.
-fn pid_field(m: Value<'_>, n: u32, what: &str) -> Result<i32, String> {
+fn pid_field(m: Value<'_>, n: u32, what: &str) -> Result<i32, Malformed> {
     let f = fields(bytes(m)?)?;
     Ok(varint(get(&f, n).ok_or_else(|| format!("no {what}"))?)? as i32)
 }
 
-fn tree(b: &[u8], c: &mut Contents) -> Result<(), String> {
+fn tree(b: &[u8], c: &mut Contents) -> Result<(), Malformed> {
     for (_, th) in fields(b)?.iter().filter(|(n, _)| *n == 2) {
         let th = fields(bytes(*th)?)?;
         let tid = varint(get(&th, 1).ok_or("a thread without tid")?)? as i32;
@@ -102,24 +119,24 @@ fn get<'a>(f: &[(u32, Value<'a>)], n: u32) -> Option<Value<'a>> {
     f.iter().find(|(k, _)| *k == n).map(|(_, v)| *v)
 }
 
-fn varint(v: Value<'_>) -> Result<u64, String> {
-    v.map_err(|_| "bytes where a varint belongs".to_string())
+fn varint(v: Value<'_>) -> Result<u64, Malformed> {
+    v.map_err(|_| "bytes where a varint belongs".into())
 }
 
-fn bytes(v: Value<'_>) -> Result<&[u8], String> {
+fn bytes(v: Value<'_>) -> Result<&[u8], Malformed> {
     match v {
         Ok(_) => Err("a varint where bytes belong".into()),
         Err(b) => Ok(b),
     }
 }
 
-fn text(f: &[(u32, Value<'_>)], n: u32) -> Result<String, String> {
+fn text(f: &[(u32, Value<'_>)], n: u32) -> Result<String, Malformed> {
     let b = bytes(get(f, n).ok_or(format!("no string field {n}"))?)?;
-    String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
+    String::from_utf8(b.to_vec()).map_err(|e| e.to_string().into())
 }
 
 /// (field number, varint or bytes) for each field of the message `b`.
-fn fields(mut b: &[u8]) -> Result<Vec<(u32, Value<'_>)>, String> {
+fn fields(mut b: &[u8]) -> Result<Vec<(u32, Value<'_>)>, Malformed> {
     let mut out = Vec::new();
     while !b.is_empty() {
         let key = take_varint(&mut b)?;
@@ -133,16 +150,16 @@ fn fields(mut b: &[u8]) -> Result<Vec<(u32, Value<'_>)>, String> {
                 b = rest;
             }
             w => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "wire type {w} (field {n}): not written by schedlab"
-                ))
+                )));
             }
         }
     }
     Ok(out)
 }
 
-fn take_varint(b: &mut &[u8]) -> Result<u64, String> {
+fn take_varint(b: &mut &[u8]) -> Result<u64, Malformed> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let (&byte, rest) = b.split_first().ok_or("a varint past the end")?;

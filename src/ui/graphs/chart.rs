@@ -5,16 +5,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::series::window;
+use super::series::{window, Series};
 use crate::app::App;
-use crate::report::si;
+use crate::format::si;
 use crate::ui::theme;
-
-/// One line of a chart.
-pub(super) struct Series {
-    pub(super) name: String,
-    pub(super) points: Vec<(f64, f64)>,
-}
 
 /// How a chart's value axis is scaled and labelled.
 #[derive(Clone, Copy)]
@@ -282,7 +276,7 @@ pub(super) fn marks_line(app: &App, hidden: usize, width: u16) -> Line<'static> 
     let hidden = (hidden > 0).then(|| {
         format!(
             "(+{} on a taller terminal)",
-            crate::report::counted(hidden as u64, "graph")
+            crate::format::counted(hidden as u64, "graph")
         )
     });
     let line = |changes: Vec<String>| {

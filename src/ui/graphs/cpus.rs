@@ -3,7 +3,8 @@
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use super::chart::{columns, draw, Legend, Scale, Series, Spec};
+use super::chart::{columns, draw, Legend, Scale, Spec};
+use super::series::Series;
 use super::series::{decimate, start, window};
 use super::CPU_LINES;
 use crate::app::App;

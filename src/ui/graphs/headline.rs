@@ -3,7 +3,8 @@
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use super::chart::{columns, draw, micros, per_s, percent, Legend, Scale, Series, Spec};
+use super::chart::{columns, draw, micros, per_s, percent, Legend, Scale, Spec};
+use super::series::Series;
 use super::series::{decimate, start, window};
 use super::tasks::render_wait;
 use crate::app::App;

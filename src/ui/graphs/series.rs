@@ -2,10 +2,15 @@
 
 use std::collections::VecDeque;
 
-use super::chart::Series;
 use super::MAX_LINES;
 use crate::app::App;
 use crate::lab::store::TaskRates;
+
+/// One line of a chart.
+pub(super) struct Series {
+    pub(super) name: String,
+    pub(super) points: Vec<(f64, f64)>,
+}
 
 pub(super) fn window(app: &App) -> (f64, f64) {
     let now = app.live.now_s();

@@ -3,7 +3,8 @@
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use super::chart::{columns, draw, micros_us, Legend, Scale, Series, Spec};
+use super::chart::{columns, draw, micros_us, Legend, Scale, Spec};
+use super::series::Series;
 use super::series::{decimate, start, traced_tasks, window};
 use super::{MAX_TRACE_TASKS, ROOMY_CHART};
 use crate::app::App;
