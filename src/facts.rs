@@ -120,6 +120,18 @@ pub const FACTS: &[Fact] = &[
         holds: "2.6.23+",
         source: "kernel/sched/core.c sched_prio_to_weight[]; WEIGHT_IDLEPRIO in kernel/sched/sched.h",
     },
+    Fact {
+        id: "pi-futex",
+        claim: "A PI futex (what a PTHREAD_PRIO_INHERIT mutex uses) holds its owner's TID; a waiter blocking on it in FUTEX_LOCK_PI queues on an rt_mutex, which runs the owner at the highest waiter's priority until it unlocks (FUTEX_UNLOCK_PI hands the lock to that waiter). A plain futex waiter (FUTEX_WAIT) lends the owner nothing.",
+        holds: "2.6.18+ (CONFIG_FUTEX_PI, built wherever futexes and RT mutexes are)",
+        source: "kernel/futex/pi.c futex_lock_pi(), futex_unlock_pi() (kernel/futex.c before 5.16); kernel/locking/rtmutex.c rt_mutex_adjust_prio(); Documentation/locking/pi-futex.rst, rt-mutex-design.rst",
+    },
+    Fact {
+        id: "cfs-bandwidth",
+        claim: "CFS bandwidth control gives a cgroup `quota` of CPU time per `period` (cpu.max on v2; cpu.cfs_quota_us and cpu.cfs_period_us on v1), shared by all its tasks on all CPUs; once it is spent the group's run queues are throttled (none of its tasks runs, a woken one waits too) until the period timer refills it. cpu.stat counts nr_periods, nr_throttled and the time throttled: throttled_usec on v2, throttled_time in ns on v1.",
+        holds: "3.2+ (cgroup v1); cpu.max on cgroup v2 4.15+; period 1 ms..1 s",
+        source: "kernel/sched/fair.c throttle_cfs_rq(), sched_cfs_period_timer(), do_sched_cfs_period_timer(); kernel/sched/core.c cpu_max_write(), cpu_cfs_stat_show(); Documentation/scheduler/sched-bwc.rst",
+    },
 ];
 
 /// The measured key numbers the notes, lessons, README and `check` quote: one place, so

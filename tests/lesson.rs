@@ -217,6 +217,86 @@ fn lesson_input_errors_are_one_line_with_exit_code_2() {
     }
 }
 
+/// Plays built-in `name` headless, 3 s a step, and returns its JSON document (and the
+/// machine as found afterwards).
+fn play_headless(name: &str) -> serde_json::Value {
+    let before = machine();
+    let out = Command::new(common::exe())
+        .args([
+            "lesson",
+            name,
+            "--headless",
+            "--json",
+            "-",
+            "--step-time",
+            "3s",
+        ])
+        .output()
+        .expect("run");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_as_found(&before, name);
+    doc
+}
+
+fn step_result(doc: &serde_json::Value, k: usize) -> (&str, &str) {
+    let s = &doc["steps"][k];
+    (
+        s["result"].as_str().unwrap_or(""),
+        s["check"]["text"].as_str().unwrap_or(""),
+    )
+}
+
+/// The plain waiter stalls behind the FIFO medium spinner and the PI waiter does not:
+/// the inversion and priority inheritance both happen on this kernel (where FIFO may be
+/// set at all), and the medium spinner leaves with the run.
+#[test]
+fn priority_inversion_stalls_the_plain_waiter_and_not_the_inheriting_one() {
+    let _guard = common::serial();
+    let doc = play_headless("priority-inversion");
+    let refused = doc["steps"][1]["changes"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["ok"] == false));
+    if refused {
+        eprintln!("skipped: medium cannot become SCHED_FIFO here (no CAP_SYS_NICE?)");
+        return;
+    }
+    for k in [1, 2] {
+        let (result, text) = step_result(&doc, k);
+        assert_eq!(result, "pass", "step {}: {text}", k + 1);
+    }
+}
+
+/// The quota holds the pool to a quarter of a CPU and costs the ticker ticks (where the
+/// cgroup cpu controller can be written).
+#[test]
+fn cpu_bandwidth_caps_the_group_and_throttles_the_ticker() {
+    let _guard = common::serial();
+    let doc = play_headless("cpu-bandwidth");
+    let refused = doc["steps"][1]["changes"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["ok"] == false));
+    if refused {
+        eprintln!("skipped: the cgroup quota is refused here");
+        return;
+    }
+    for k in [1, 2] {
+        let (result, text) = step_result(&doc, k);
+        assert_eq!(result, "pass", "step {}: {text}", k + 1);
+    }
+    // cpu.stat says so too: no throttled period before the quota, some under it.
+    let throttled = |k: usize| doc["steps"][k]["throttling"][0]["throttled_periods"].as_u64();
+    assert_eq!(throttled(0), Some(0), "step 1: {}", doc["steps"][0]);
+    for k in [1, 2] {
+        assert!(
+            throttled(k).is_some_and(|n| n > 0),
+            "step {}: {}",
+            k + 1,
+            doc["steps"][k]
+        );
+    }
+}
+
 /// `lesson`'s built-in text with only the steps `first..=last` (1-based) and the last
 /// one's knob changes removed.
 fn suppressed(name: &str, first: usize, last: usize) -> String {

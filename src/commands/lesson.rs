@@ -93,8 +93,14 @@ fn headless(lesson: &Lesson, args: &LessonArgs) -> Result<()> {
     opts.interval = interval;
     opts.stop = crate::system::stop_on_signals().context("installing signal handlers")?;
     opts.overrides = vec![format!("lesson {}", lesson.name)];
+    // Each setting against the preset as the steps before it left it, as the lesson plays
+    // them: `medium.priority=2` is valid after `medium.policy=fifo`, not on its own.
+    let mut played = shaped.preset.clone();
     for s in lesson.steps.iter().flat_map(|s| &s.set) {
-        check_later(&shaped.preset, &opts, s)?;
+        check_later(&played, &opts, s)?;
+        if s.target != "sys" {
+            played.apply_all(std::slice::from_ref(s)).map_err(usage)?;
+        }
     }
     let mut system = system_knobs(&args.system, false)?;
     let result = play(lesson, &shaped.preset, &times, opts, &mut system);

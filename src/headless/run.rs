@@ -199,6 +199,14 @@ fn drive(
             .clamp(Duration::from_millis(1), Duration::from_millis(100));
         if let Some(polled) = exp.poll(wait) {
             let points = live.take(&polled);
+            if let Some(cg) = exp.session().cgroups.as_ref() {
+                let read = cg
+                    .names()
+                    .into_iter()
+                    .filter_map(|n| cg.throttling(&n).map(|t| (n, t)))
+                    .collect();
+                live.push_throttling(read);
+            }
             if let Some(w) = csv.as_mut() {
                 w.samples(
                     &exp.session().workload.tasks,

@@ -12,6 +12,7 @@ use super::experiment::Polled;
 use super::store::{Store, TaskRates};
 use crate::cpuset::CpuSet;
 use crate::ideal::{fairness_error, water_fill, weight_of_nice, IDLE_WEIGHT};
+use crate::knob::cgroup::stat::Throttling;
 use crate::policy::Policy;
 use crate::preset::Headline;
 use crate::sampler::{Batch, TaskSample};
@@ -66,6 +67,9 @@ pub struct Live {
     /// sample (kept here: summing a minute of 64 tasks' points every frame was most of
     /// the UI thread's CPU).
     pub throughput: VecDeque<(f64, f64)>,
+    /// The preset cgroups' bandwidth counters (cpu.stat) as read after each sample:
+    /// (seconds, per group its name and counters). Empty without preset cgroups.
+    pub throttling: VecDeque<(f64, Vec<(String, Throttling)>)>,
     headline: HeadlineOf,
     retention: usize,
 }
@@ -81,6 +85,7 @@ impl Live {
             marks: Vec::new(),
             fairness: VecDeque::new(),
             throughput: VecDeque::new(),
+            throttling: VecDeque::new(),
             headline: HeadlineOf {
                 group: started.preset.metric_task.clone(),
                 fairness: started.preset.headline == Headline::Fairness,
@@ -99,6 +104,7 @@ impl Live {
             ideal: Vec::new(),
             fairness: VecDeque::new(),
             throughput: VecDeque::new(),
+            throttling: VecDeque::new(),
             headline: HeadlineOf::default(),
             retention,
         }
@@ -111,6 +117,42 @@ impl Live {
 
     /// One round of the experiment, as it polled it: the tasks that joined, the samples,
     /// then the trace's intervals; returns the sample's new rate points.
+    /// The preset cgroups' bandwidth counters, read now (kept as long as the samples).
+    pub fn push_throttling(&mut self, groups: Vec<(String, Throttling)>) {
+        if groups.is_empty() {
+            return;
+        }
+        self.throttling.push_back((self.now_s(), groups));
+        while self.throttling.len() > self.retention {
+            self.throttling.pop_front();
+        }
+    }
+
+    /// Each group's counters over the window from `from_s` to `to_s`: the last reading
+    /// at or before its end minus the last at or before its start (the first reading
+    /// when none is that early). Empty without readings.
+    pub fn throttling_between(&self, from_s: f64, to_s: f64) -> Vec<(String, Throttling)> {
+        let at = |t: f64| {
+            self.throttling
+                .iter()
+                .rev()
+                .find(|(s, _)| *s <= t + 1e-9)
+                .or_else(|| self.throttling.front())
+        };
+        let (Some((_, start)), Some((_, end))) = (at(from_s), at(to_s)) else {
+            return Vec::new();
+        };
+        end.iter()
+            .map(|(name, e)| {
+                let s = start
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(Throttling::default(), |(_, s)| *s);
+                (name.clone(), e.since(&s))
+            })
+            .collect()
+    }
+
     pub fn take(&mut self, polled: &Polled) -> Vec<(usize, TaskRates)> {
         self.join(polled.joined.iter().cloned());
         let points = self.push(&polled.batch);

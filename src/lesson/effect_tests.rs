@@ -333,7 +333,61 @@ fn cases() -> Vec<Case> {
                 vec![("an idle CPU still there", vec![Wait("sleeper", 0.01)])],
             ],
         },
+        inversion_case(),
+        bandwidth_case(),
     ]
+}
+
+/// priority-inversion: (waiter, pi-waiter) acquisitions per second.
+fn inversion_case() -> Case {
+    let waits = |plain: f64, pi: f64| vec![Progress("waiter", plain), Progress("pi-waiter", pi)];
+    Case {
+        lesson: "priority-inversion",
+        rt: RtBandwidth::FairServerOnly,
+        tasks: &[
+            ("holder", 1),
+            ("waiter", 1),
+            ("pi-holder", 1),
+            ("pi-waiter", 1),
+            ("medium", 1),
+        ],
+        headline_group: "waiter",
+        with: vec![
+            waits(45.0, 45.0),
+            waits(0.0, 45.0),
+            waits(0.0, 45.0),
+            waits(45.0, 45.0),
+        ],
+        without: vec![
+            vec![("the holder stuck from the start", waits(0.0, 45.0))],
+            vec![("medium left a fair task", waits(45.0, 45.0))],
+            vec![("no priority inheritance on the pi pair", waits(0.0, 0.0))],
+            vec![("the holder's priority not raised", waits(0.0, 45.0))],
+        ],
+    }
+}
+
+/// cpu-bandwidth: each pool thread's CPU share (four of them) and the ticks per second.
+fn bandwidth_case() -> Case {
+    let run = |pool: f64, ticks: f64| vec![Cpu("pool", pool / 4.0), Progress("tick", ticks)];
+    Case {
+        lesson: "cpu-bandwidth",
+        rt: RtBandwidth::FairServerOnly,
+        tasks: &[("pool", 4), ("tick", 1)],
+        headline_group: "tick",
+        with: vec![
+            run(1.9, 95.0),
+            run(0.25, 20.0),
+            run(0.25, 20.0),
+            run(1.9, 95.0),
+        ],
+        without: vec![
+            vec![("capped from the start", run(0.25, 20.0))],
+            vec![("the quota refused", run(1.9, 95.0))],
+            vec![("capped but the ticker never throttled", run(0.25, 95.0))],
+            vec![("the cap not lifted", run(0.25, 20.0))],
+        ],
+    }
 }
 
 /// The lesson as a kernel that can show every step plays it (6.18), whatever kernel runs

@@ -57,6 +57,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "load-balance",
         include_str!("../../presets/lessons/load-balance.toml"),
     ),
+    (
+        "priority-inversion",
+        include_str!("../../presets/lessons/priority-inversion.toml"),
+    ),
+    (
+        "cpu-bandwidth",
+        include_str!("../../presets/lessons/cpu-bandwidth.toml"),
+    ),
 ];
 
 /// The rt-throttle lesson for kernels where only the fair server acts (6.12+ without RT

@@ -10,6 +10,8 @@ mod effects;
 mod load;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod throttling_tests;
 
 use std::time::Duration;
 

@@ -52,6 +52,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "load-balance",
         include_str!("../../presets/load-balance.toml"),
     ),
+    (
+        "priority-inversion",
+        include_str!("../../presets/priority-inversion.toml"),
+    ),
+    (
+        "cpu-bandwidth",
+        include_str!("../../presets/cpu-bandwidth.toml"),
+    ),
 ];
 
 /// `$XDG_CONFIG_HOME/schedlab/presets`, or `~/.config/schedlab/presets`.

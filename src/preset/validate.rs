@@ -63,7 +63,7 @@ impl Preset {
                 .is_some_and(WorkerKind::measures_latency)
         {
             return Err(Invalid(format!(
-                "[metric] latency needs a task that measures latency (worker yield), not \"{}\"",
+                "[metric] latency needs a task that measures latency (worker yield, lock-waiter or ticker), not \"{}\"",
                 metric.name
             )));
         }

@@ -58,6 +58,21 @@ pub struct StepReport {
     pub check: Option<CheckReport>,
     /// Why the effect may not show here: what schedlab saw, then the lesson's reasons.
     pub reasons: Vec<String>,
+    /// Each preset cgroup's CFS bandwidth counters over the step (none without cgroups).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub throttling: Vec<ThrottlingReport>,
+}
+
+/// A cgroup's cpu.stat bandwidth counters over one step.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ThrottlingReport {
+    pub cgroup: String,
+    /// Enforcement periods with runnable tasks (nr_periods).
+    pub periods: u64,
+    /// Periods that ran out of quota (nr_throttled).
+    pub throttled_periods: u64,
+    /// Time throttled (throttled_usec on v2, throttled_time on v1), in ms.
+    pub throttled_ms: f64,
 }
 
 /// The whole lesson.
@@ -145,6 +160,16 @@ pub fn lesson_report(
             result,
             check: check.zip(outcome).map(|(c, o)| check_report(lesson, &c, o)),
             reasons,
+            throttling: live
+                .throttling_between(w.from_s, w.to_s)
+                .into_iter()
+                .map(|(cgroup, t)| ThrottlingReport {
+                    cgroup,
+                    periods: t.periods,
+                    throttled_periods: t.throttled,
+                    throttled_ms: t.throttled_us as f64 / 1000.0,
+                })
+                .collect(),
         });
     }
     let count = |r: StepResult| steps.iter().filter(|s| s.result == r).count();

@@ -30,6 +30,15 @@ pub enum WorkerKind {
     Burn,
     /// Runs the real make -jN on a generated Makefile of short burn jobs.
     Make,
+    /// Holds its process's mutex almost always: sleeps `hold_ms` and burns `burn_ms`
+    /// inside it, then unlocks and takes it again (priority inversion's low task).
+    LockHolder,
+    /// Every `period_ms` takes its process's mutex and times the wait (priority
+    /// inversion's high task).
+    LockWaiter,
+    /// Sleeps `period_ms` and records how late each wake-up ran (a periodic task's
+    /// latency: throttling and waiting for a CPU show in it).
+    Ticker,
 }
 
 /// One numeric parameter of a worker kind.
@@ -117,9 +126,46 @@ const MAKE: &[ParamSpec] = &[
     ),
 ];
 
+const PI: ParamSpec = p(
+    "pi",
+    0,
+    0,
+    1,
+    "1: a priority-inheritance mutex (PTHREAD_PRIO_INHERIT, a PI futex); holder and waiter share a lock only if they agree",
+);
+const LOCK_HOLDER: &[ParamSpec] = &[
+    p(
+        "hold_ms",
+        9,
+        0,
+        10_000,
+        "sleep while holding the lock, in ms",
+    ),
+    p(
+        "burn_ms",
+        1,
+        0,
+        10_000,
+        "CPU burnt while holding the lock before unlocking, in ms",
+    ),
+    PI,
+];
+const LOCK_WAITER: &[ParamSpec] = &[
+    p(
+        "period_ms",
+        20,
+        1,
+        10_000,
+        "sleep between lock acquisitions, in ms",
+    ),
+    PI,
+];
+
+const TICKER: &[ParamSpec] = &[p("period_ms", 10, 1, 10_000, "sleep between ticks, in ms")];
+
 impl WorkerKind {
     pub const ALLOWED: &'static str =
-        "spin, hog, pipe-writer, pipe-reader, line-reader, memset-producer, memset-consumer, yield, burn, make";
+        "spin, hog, pipe-writer, pipe-reader, line-reader, memset-producer, memset-consumer, yield, burn, make, lock-holder, lock-waiter, ticker";
 
     pub fn params(self) -> &'static [ParamSpec] {
         match self {
@@ -131,6 +177,9 @@ impl WorkerKind {
             WorkerKind::Yield => YIELD,
             WorkerKind::Burn => BURN,
             WorkerKind::Make => MAKE,
+            WorkerKind::LockHolder => LOCK_HOLDER,
+            WorkerKind::LockWaiter => LOCK_WAITER,
+            WorkerKind::Ticker => TICKER,
         }
     }
 
@@ -147,6 +196,9 @@ impl WorkerKind {
             WorkerKind::LineReader => "lines",
             WorkerKind::Yield => "yields",
             WorkerKind::Burn | WorkerKind::Make => "jobs",
+            WorkerKind::LockHolder => "sections",
+            WorkerKind::LockWaiter => "acquisitions",
+            WorkerKind::Ticker => "ticks",
         }
     }
 
@@ -166,8 +218,12 @@ impl WorkerKind {
         self.reads_stdin() || self.writes_stdout() || self == WorkerKind::Make
     }
 
+    /// Yield times each switch; lock-waiter each wait for the lock; ticker each wake-up.
     pub fn measures_latency(self) -> bool {
-        self == WorkerKind::Yield
+        matches!(
+            self,
+            WorkerKind::Yield | WorkerKind::LockWaiter | WorkerKind::Ticker
+        )
     }
 }
 

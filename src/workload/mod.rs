@@ -4,6 +4,7 @@
 pub mod attach;
 pub mod contain;
 pub mod kinds;
+pub mod lock;
 pub mod make;
 pub mod shm;
 pub mod spawn;

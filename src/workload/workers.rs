@@ -139,6 +139,11 @@ fn run_thread(shm: &Shm, spec: &ThreadSpec) -> Result<()> {
         }
         WorkerKind::Burn => burn_loop(slot, param("ms"), param("sleep_ms")),
         WorkerKind::Make => Err(anyhow::anyhow!("make runs through __exec, not as a thread")),
+        WorkerKind::LockHolder => {
+            lock_holder(slot, param("hold_ms"), param("burn_ms"), param("pi"))
+        }
+        WorkerKind::LockWaiter => lock_waiter(slot, param("period_ms"), param("pi")),
+        WorkerKind::Ticker => ticker(slot, param("period_ms")),
     };
     let end = if result.is_ok() {
         state::DONE
@@ -343,6 +348,54 @@ fn burn_loop(slot: &Slot, ms: u64, sleep_ms: u64) -> Result<()> {
     loop {
         burn_cpu(ms);
         std::thread::sleep(Duration::from_millis(sleep_ms));
+        add_progress(slot, 1);
+    }
+}
+
+/// Priority inversion's low task: hold the process's lock nearly all the time (a sleep,
+/// then `burn_ms` of CPU, inside it), so a waiter always finds it held and the holder
+/// always needs the CPU to let go.
+fn lock_holder(slot: &Slot, hold_ms: u64, burn_ms: u64, pi: u64) -> Result<()> {
+    let lock = super::lock::shared(pi != 0);
+    loop {
+        lock.lock().context("taking the PI mutex")?;
+        std::thread::sleep(Duration::from_millis(hold_ms));
+        burn_cpu(burn_ms);
+        lock.unlock();
+        add_progress(slot, 1);
+        // Let a waiter of our own priority take the lock it was just woken for: a plain
+        // futex hands nothing over, and without this the holder takes it again at once.
+        // SAFETY: sched_yield has no arguments and cannot fail on Linux.
+        unsafe { libc::sched_yield() };
+    }
+}
+
+/// Priority inversion's high task: every `period_ms`, take the lock and record how long
+/// that waited (the latency histogram), counting acquisitions as progress.
+fn lock_waiter(slot: &Slot, period_ms: u64, pi: u64) -> Result<()> {
+    let lock = super::lock::shared(pi != 0);
+    loop {
+        std::thread::sleep(Duration::from_millis(period_ms));
+        let start = monotonic_ns();
+        lock.lock().context("taking the PI mutex")?;
+        let waited = monotonic_ns().saturating_sub(start);
+        lock.unlock();
+        slot.latency.record(waited);
+        add_progress(slot, 1);
+    }
+}
+
+/// A periodic task: sleep `period_ms`, record how much later than asked it ran again
+/// (timer slack, waiting for a CPU, a throttled cgroup's wait for its next period).
+fn ticker(slot: &Slot, period_ms: u64) -> Result<()> {
+    let period = Duration::from_millis(period_ms);
+    loop {
+        let start = monotonic_ns();
+        std::thread::sleep(period);
+        let late = monotonic_ns()
+            .saturating_sub(start)
+            .saturating_sub(period.as_nanos() as u64);
+        slot.latency.record(late);
         add_progress(slot, 1);
     }
 }

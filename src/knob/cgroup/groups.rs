@@ -106,6 +106,12 @@ impl Cgroups {
             .map(|(_, d)| d.as_path())
     }
 
+    /// The group's bandwidth counters (cpu.stat), None where it has none.
+    pub fn throttling(&self, group: &str) -> Option<super::stat::Throttling> {
+        let text = std::fs::read_to_string(self.dir(group)?.join("cpu.stat")).ok()?;
+        super::stat::parse(&text, self.root.version)
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.groups.iter().map(|(n, _)| n.clone()).collect()
     }

@@ -4,6 +4,7 @@
 mod files;
 mod groups;
 mod mount;
+pub mod stat;
 mod values;
 
 pub use groups::Cgroups;

@@ -377,6 +377,7 @@ fn lesson_doc(texts: &[&str]) -> crate::report::lesson::LessonReport {
                 text: text.to_string(),
             }),
             reasons: Vec::new(),
+            throttling: Vec::new(),
         })
         .collect();
     LessonReport {
