@@ -518,20 +518,21 @@ mod tests {
         assert!(p.windows[0].is_some());
     }
 
-    #[test]
-    fn a_step_with_a_question_shows_it_and_makes_its_change_on_right() {
+    /// The built-in rt-throttle lesson with its first `set` line replaced by `lines`.
+    fn rt_throttle_with(lines: &str) -> crate::lesson::Lesson {
         let text = crate::lesson::BUILTIN
             .iter()
             .find(|(n, _)| *n == "rt-throttle")
-            .map(|(_, t)| {
-                t.replacen(
-                    "set = [\"sys.rt_runtime_us=600000\"]",
-                    "question = \"What will fair's share do?\"\nset = [\"sys.rt_runtime_us=600000\"]",
-                    1,
-                )
-            })
+            .map(|(_, t)| t.replacen("set = [\"sys.rt_runtime_us=600000\"]", lines, 1))
             .expect("built-in");
-        let lesson = crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses");
+        crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses")
+    }
+
+    #[test]
+    fn a_step_with_a_question_shows_it_and_makes_its_change_on_right() {
+        let lesson = rt_throttle_with(
+            "question = \"What will fair's share do?\"\nset = [\"sys.rt_runtime_us=600000\"]",
+        );
         let (mut app, _) = in_lesson(lesson);
         let screen = |app: &App| {
             let shown = crate::ui::tests::draw(100, 32, |f, _| crate::ui::render(f, app));
@@ -707,18 +708,9 @@ mod tests {
 
     #[test]
     fn a_refusal_the_step_expects_is_its_effect_not_a_reason() {
-        let text = crate::lesson::BUILTIN
-            .iter()
-            .find(|(n, _)| *n == "rt-throttle")
-            .map(|(_, t)| {
-                t.replacen(
-                    "set = [\"sys.rt_runtime_us=600000\"]",
-                    "set = [\"sys.rt_runtime_us=600000\"]\nexpect_refused = [\"sys.rt_runtime_us=600000\"]",
-                    1,
-                )
-            })
-            .expect("built-in");
-        let lesson = crate::lesson::parse_with(&text, "test", crate::preset::load).expect("parses");
+        let lesson = rt_throttle_with(
+            "set = [\"sys.rt_runtime_us=600000\"]\nexpect_refused = [\"sys.rt_runtime_us=600000\"]",
+        );
         let (mut app, _) = in_lesson(lesson);
         key(&mut app, KeyCode::Right);
         app.update(Action::KnobResult {
