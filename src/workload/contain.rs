@@ -397,11 +397,12 @@ fn group_members(g: &Group) -> Vec<i32> {
             return Vec::new();
         }
     }
-    in_process_group(g.pgid)
+    in_process_groups(&[g.pgid])
 }
 
-/// Every process (zombies too) whose process group is `pgid`, from /proc.
-pub(super) fn in_process_group(pgid: i32) -> Vec<i32> {
+/// Every process (zombies too) whose process group is one of `pgids`, from one pass
+/// over /proc.
+pub(super) fn in_process_groups(pgids: &[i32]) -> Vec<i32> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -415,7 +416,7 @@ pub(super) fn in_process_group(pgid: i32) -> Vec<i32> {
                     let (_, rest) = s.rsplit_once(')')?;
                     rest.split_whitespace().nth(2)?.parse::<i32>().ok()
                 })
-                == Some(pgid)
+                .is_some_and(|g| pgids.contains(&g))
         })
         .collect()
 }

@@ -460,10 +460,7 @@ pub fn adopt_orphans() {
 fn reap_adopted(groups: &[i32], deadline: Instant) {
     use nix::sys::wait::{waitpid, WaitPidFlag};
     loop {
-        let left: Vec<i32> = groups
-            .iter()
-            .flat_map(|&g| super::contain::in_process_group(g))
-            .collect();
+        let left = super::contain::in_process_groups(groups);
         for &pid in &left {
             // Not dead yet, or (ECHILD) still another member's child, handed over when
             // that one dies: looked at again on the next pass.
